@@ -1,0 +1,1 @@
+"""Input/output: video decode/encode, boxes, JSONL and content hashing."""

@@ -1,0 +1,1 @@
+"""Backend implementations, one module per model family."""

@@ -1,0 +1,167 @@
+"""The five model roles every benchmark scores with.
+
+Conventions shared by all backends:
+
+* Images are ``numpy.ndarray`` of dtype ``uint8``, shape ``(H, W, 3)``, RGB. Sizes may
+  differ within a batch; each backend does its own documented preprocessing.
+* Boxes are pixel ``(x0, y0, x1, y1)`` floats in the coordinates of the image they
+  refer to, x to the right, y down, ``x1 > x0``, ``y1 > y0``.
+* Embeddings are ``float32`` arrays of shape ``(N, D)`` with unit L2 norm per row.
+* Masks are ``bool`` arrays of shape ``(H, W)`` matching their image.
+* Every backend takes ``weights=``, ``device=``, ``dtype=``, ``batch_size=`` keyword
+  arguments (classic backends accept and record them too) and describes itself with
+  :meth:`info`, which the run log stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+Box = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What the run log records about a loaded backend.
+
+    Attributes:
+        name: registry name, ``family/variant``.
+        weights: local path (or ``None`` for weight-free classic backends).
+        weights_sha256: hash over the weight files, ``None`` when there are none.
+        official: whether this backend is the one a protocol prescribes; offline
+            proxies say ``False`` and every score they produce is labelled.
+        settings: anything else that changes the numbers (image size, thresholds...).
+    """
+
+    name: str
+    weights: str | None = None
+    weights_sha256: str | None = None
+    device: str = "cpu"
+    dtype: str = "float32"
+    official: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "weights": self.weights,
+            "weights_sha256": self.weights_sha256,
+            "device": self.device,
+            "dtype": self.dtype,
+            "official": self.official,
+            "settings": dict(self.settings),
+        }
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One detected box in one image."""
+
+    box: Box
+    score: float
+    label: str
+
+
+@runtime_checkable
+class ImageEmbedder(Protocol):
+    def info(self) -> BackendInfo: ...
+
+    def embed_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        """Return ``(len(images), D)`` float32, rows L2-normalised."""
+        ...
+
+
+@runtime_checkable
+class TextEmbedder(Protocol):
+    def info(self) -> BackendInfo: ...
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Return ``(len(texts), D)`` float32, rows L2-normalised."""
+        ...
+
+
+@runtime_checkable
+class Detector(Protocol):
+    #: whether ``text_queries`` are understood (OWL-ViT yes, classic/sift no).
+    supports_text: bool
+    #: whether ``image_query`` (image-guided detection) is understood.
+    supports_image_query: bool
+
+    def info(self) -> BackendInfo: ...
+
+    def detect(
+        self,
+        images: Sequence[np.ndarray],
+        *,
+        text_queries: Sequence[str] | None = None,
+        image_query: np.ndarray | None = None,
+        threshold: float | None = None,
+    ) -> list[list[Detection]]:
+        """Return, per image, the detections sorted by descending score.
+
+        Exactly one of ``text_queries`` / ``image_query`` is given. A backend that does
+        not support the given kind raises :class:`vidmem.errors.UserInputError`.
+        """
+        ...
+
+
+@runtime_checkable
+class Segmenter(Protocol):
+    def info(self) -> BackendInfo: ...
+
+    def segment(self, images: Sequence[np.ndarray], boxes: Sequence[Box]) -> list[np.ndarray]:
+        """Return one bool ``(H, W)`` mask per ``(image, box)`` pair."""
+        ...
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """A structured question about images.
+
+    Attributes:
+        item_id: what the answer is about, used in every message and log line.
+        prompt: the full question; it must ask for a single JSON object.
+        images: frames shown to the judge, in order.
+        required_keys: top-level keys the answer must contain to count as parsed.
+    """
+
+    item_id: str
+    prompt: str
+    images: tuple[np.ndarray, ...] = ()
+    required_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """A judge's answer. Callers count ``status != "ok"``; it is never an exception.
+
+    Attributes:
+        status: ``"ok"`` (``data`` holds the parsed object), ``"unparsable"`` (the
+            model answered but no usable JSON could be extracted, even after the
+            "JSON only" retry) or ``"error"`` (no answer: server errors or timeouts
+            after the bounded retries).
+        data: the parsed JSON object when ``status == "ok"``.
+        raw: the last raw text received (for the run log and debugging).
+        attempts: how many calls were made.
+        error: what went wrong, for non-ok results.
+        judge: the judge's registry name, so every number says who produced it.
+    """
+
+    item_id: str
+    status: Literal["ok", "unparsable", "error"]
+    data: dict[str, Any] | None
+    raw: str
+    attempts: int
+    judge: str
+    error: str | None = None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    def info(self) -> BackendInfo: ...
+
+    def judge(self, request: JudgeRequest) -> JudgeResult: ...
