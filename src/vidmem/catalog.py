@@ -24,3 +24,15 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
 
     generators.add("sim", None, "offline procedural world with tunable memory (perfect, none, decay, leaky)", status=planned)
     generators.add("command", None, "any generator run as a shell command template", status=planned)
+
+    for name, summary in (
+        ("none", "no memory: the generator sees only the current prompt"),
+        ("recency", "control: the most recent earlier frames"),
+        ("random", "control: seeded random earlier frames"),
+        ("text_frame", "rank every past frame (1 fps) by text-to-image similarity"),
+        ("seg_uniform", "top-5 past segments by text similarity, their 1 fps frames"),
+        ("seg_dino_key", "top-5 segments, 3 keyframes each by farthest-point selection"),
+        ("seg_frame", "top-5 segments' frames re-ranked frame-wise, reciprocal-rank fused"),
+        ("last_seen", "privileged diagnostic: where each required entity last appeared"),
+    ):
+        policies.add(name, None, summary, status=planned)

@@ -1,0 +1,299 @@
+"""The `vidmem` command line: parse, look names up, call a runner, print.
+
+No scoring logic lives here. Errors that come from input (`VidmemError`) are printed as
+one message and exit non-zero; a traceback is shown only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vidmem import __version__
+from vidmem.errors import UserInputError, VidmemError
+from vidmem.registry import BENCHMARKS, REGISTRIES, unknown_name_message
+
+app = typer.Typer(
+    name="vidmem",
+    help="Measure memory in long-video generators and video world models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+models_app = typer.Typer(help="List and fetch model weights.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+out = Console()
+err = Console(stderr=True)
+
+
+class _State:
+    debug = False
+
+
+STATE = _State()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables.")]
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        out.print(f"vidmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version.")
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks on errors.")] = False,
+) -> None:
+    STATE.debug = debug
+
+
+# ----------------------------------------------------------------------------- list
+
+
+@app.command("list")
+def list_names(
+    kind: Annotated[str | None, typer.Argument(help="benchmarks, backends, generators or policies")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List registered benchmarks, backends, generators and memory policies."""
+    if kind is not None and kind not in REGISTRIES:
+        raise UserInputError(unknown_name_message("kind", kind, list(REGISTRIES)))
+    kinds = [kind] if kind else list(REGISTRIES)
+    data = {
+        k: [
+            {"name": e.name, "status": e.status, "summary": e.summary, "extra": e.extra, **e.meta}
+            for e in REGISTRIES[k].entries()
+        ]
+        for k in kinds
+    }
+    if as_json:
+        _print_json(data)
+        return
+    for k in kinds:
+        table = Table(title=k, title_justify="left", show_lines=False)
+        for col in ("name", "status", "role" if k == "backends" else None, "needs", "summary"):
+            if col:
+                table.add_column(col)
+        for row in data[k]:
+            cells = [row["name"], row["status"]]
+            if k == "backends":
+                cells.append(str(row.get("role", "")))
+            cells += [row["extra"] or "core", row["summary"]]
+            table.add_row(*cells)
+        if not data[k]:
+            table.add_row("(none yet)", *[""] * (len(table.columns) - 1))
+        out.print(table)
+
+
+# --------------------------------------------------------------------------- doctor
+
+
+@app.command()
+def doctor(
+    model_dir: Annotated[
+        Path | None, typer.Option("--model-dir", envvar="VIDMEM_MODEL_DIR", help="Where local weights live.")
+    ] = None,
+    judge_url: Annotated[
+        str | None, typer.Option("--judge-url", envvar="VIDMEM_JUDGE_URL", help="OpenAI-compatible judge server.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check what is installed, which backends load, which weights are found."""
+    from vidmem.runners.doctor import diagnose
+
+    report = diagnose(model_dir=str(model_dir) if model_dir else None, judge_url=judge_url)
+    if as_json:
+        _print_json(report)
+        return
+    out.print(f"python {report['python']} on {report['platform']}")
+    pk = Table(title="packages", title_justify="left")
+    pk.add_column("package")
+    pk.add_column("version")
+    pk.add_column("needed for")
+    for name, ver in report["core_packages"].items():
+        pk.add_row(name, ver or "[red]missing[/red]", "core")
+    for name, ver in report["model_packages"].items():
+        pk.add_row(name, ver or "[yellow]not installed[/yellow]", "extra 'models'")
+    out.print(pk)
+    out.print(f"H.264 encoder (libx264): {'yes' if report['h264_encoder'] else '[red]no[/red]'}")
+    bt = Table(title="backends", title_justify="left")
+    for col in ("name", "role", "importable", "weights"):
+        bt.add_column(col)
+    for row in report["backends"]:
+        bt.add_row(row["name"], str(row.get("role") or ""), "yes" if row["importable"] else
+                   f"[yellow]no[/yellow] ({row.get('problem', '')})", str(row["weights"]))
+    out.print(bt)
+    judge = report["judge"]
+    out.print(f"judge endpoint: {judge['url'] or '-'}: {judge['detail']}")
+
+
+# ----------------------------------------------------------------------------- demo
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="Run directory to write.")] = Path("vidmem-demo"),
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory.")] = False,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the built-in offline demo: real work on a clip made here, with a report."""
+    from vidmem.runners.demo import run_demo
+
+    result = run_demo(out_dir, overwrite=overwrite, quiet=quiet or as_json, console=out, argv=sys.argv)
+    if as_json:
+        _print_json(result)
+
+
+# ------------------------------------------------------------------- run / score / report
+
+
+def _benchmark(name: str) -> Any:
+    return BENCHMARKS.get(name).load()
+
+
+@app.command()
+def run(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark name (see `vidmem list benchmarks`).")],
+    root: Annotated[Path | None, typer.Option("--root", help="Dataset root in the official layout.")] = None,
+    generator: Annotated[str | None, typer.Option("--generator", help="Generator adapter name.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory.")] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Generate with a generator adapter and score (closed loop)."""
+    impl = _benchmark(benchmark)
+    impl.run(root=root, generator=generator, out=out_dir, resume=resume, overwrite=overwrite, quiet=quiet)
+
+
+@app.command()
+def score(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark name (see `vidmem list benchmarks`).")],
+    root: Annotated[Path | None, typer.Option("--root", help="Dataset root in the official layout.")] = None,
+    videos: Annotated[Path | None, typer.Option("--videos", help="Folder of generated videos.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory.")] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Score videos that were generated elsewhere (bring your own videos)."""
+    impl = _benchmark(benchmark)
+    impl.score(root=root, videos=videos, out=out_dir, resume=resume, overwrite=overwrite, quiet=quiet)
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by vidmem.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Render a run directory's Markdown and HTML report from its run log."""
+    from vidmem.runners.reporting import render_run_report
+
+    paths = render_run_report(run_dir)
+    if as_json:
+        _print_json({k: str(v) for k, v in paths.items()})
+        return
+    for kind, path in paths.items():
+        out.print(f"{kind}: {path}")
+
+
+# ---------------------------------------------------------------------------- models
+
+
+@models_app.command("list")
+def models_list(as_json: JsonOpt = False) -> None:
+    """Show each model backend with the checkpoint the protocols name, size and VRAM."""
+    from vidmem.registry import BACKENDS
+
+    rows = [
+        {
+            "name": e.name,
+            "role": e.meta.get("role"),
+            "checkpoint": e.meta.get("checkpoint"),
+            "params": e.meta.get("params"),
+            "vram": e.meta.get("vram"),
+            "official": e.meta.get("official", False),
+            "extra": e.extra or "core",
+        }
+        for e in BACKENDS.entries()
+    ]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title="model backends", title_justify="left")
+    for col in ("name", "role", "checkpoint", "params", "vram", "official", "extra"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*[str(r[c]) if r[c] not in (None, "") else "-" for c in
+                        ("name", "role", "checkpoint", "params", "vram", "official", "extra")])
+    out.print(table)
+
+
+@models_app.command("fetch")
+def models_fetch(
+    names: Annotated[list[str], typer.Argument(help="Backend names, e.g. dinov2/small owlvit/base-patch32.")],
+    to: Annotated[Path, typer.Option("--to", help="Directory to download into.")],
+) -> None:
+    """Download weights from the hub into DIR (needs network; point --model-dir at DIR)."""
+    from vidmem.models.fetch import fetch_weights
+
+    for name in names:
+        path = fetch_weights(name, to)
+        out.print(f"{name}: {path}")
+    out.print(f"use them with --model-dir {to} (or VIDMEM_MODEL_DIR={to})")
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point; turns VidmemError into a one-line message and exit code."""
+    if argv is not None:
+        sys.argv = ["vidmem", *argv]
+    STATE.debug = "--debug" in sys.argv[1:] or os.environ.get("VIDMEM_DEBUG") == "1"
+    try:
+        app()
+    except VidmemError as exc:
+        if STATE.debug:
+            traceback.print_exc()
+        err.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False, markup=True, soft_wrap=True)
+        if exc.hint:
+            err.print(f"[bold]fix:[/bold] {exc.hint}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted; finished items are saved, rerun with --resume to continue")
+        sys.exit(130)
+    except Exception as exc:  # an internal error: say so, keep the traceback for --debug
+        if STATE.debug:
+            traceback.print_exc()
+        else:
+            err.print(
+                f"[bold red]internal error:[/bold red] {type(exc).__name__}: {exc}\n"
+                "rerun with --debug for the traceback, and please report it",
+                highlight=False,
+                soft_wrap=True,
+            )
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

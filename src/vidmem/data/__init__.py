@@ -1,0 +1,1 @@
+"""Frozen records (Case, Request, Response, Score) and one loader/scorer module per benchmark."""

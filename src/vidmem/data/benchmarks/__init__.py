@@ -1,0 +1,1 @@
+"""One module per benchmark: loader, validation, request builder and scorer glue."""

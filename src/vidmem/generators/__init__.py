@@ -1,0 +1,1 @@
+"""The Generator protocol and its adapters (shell command, module:Class plugin, sim)."""

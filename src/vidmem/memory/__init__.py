@@ -1,0 +1,1 @@
+"""The causal memory store, retrieval policies and the guard that drops future evidence."""

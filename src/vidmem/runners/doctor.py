@@ -1,0 +1,86 @@
+"""`vidmem doctor`: what is installed, which backends can load, which weights are found."""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from vidmem.errors import VidmemError
+from vidmem.registry import BACKENDS
+
+CORE_PACKAGES = (
+    "numpy", "scipy", "scikit-learn", "av", "pillow", "opencv-python-headless",
+    "scikit-image", "pydantic", "typer", "rich", "jinja2", "matplotlib", "openai",
+)
+MODEL_PACKAGES = ("torch", "transformers", "safetensors")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def _h264_encoder() -> bool:
+    try:
+        import av
+
+        av.codec.Codec("libx264", "w")
+    except Exception:
+        return False
+    return True
+
+
+def _backend_status(entry: Any, model_dir: str | None) -> dict[str, Any]:
+    """Can the backend's module be imported, and are its default weights on disk?"""
+    row: dict[str, Any] = {"name": entry.name, "role": entry.meta.get("role"), "extra": entry.extra}
+    if entry.status == "planned":
+        row.update(importable=False, weights="n/a", problem="planned, not implemented yet")
+        return row
+    module_name = entry.target.partition(":")[0]
+    try:
+        importlib.import_module(module_name)
+        row["importable"] = True
+    except ImportError as exc:
+        row.update(importable=False, problem=f"missing package: {exc.name}")
+    checkpoint = entry.meta.get("checkpoint")
+    if checkpoint is None:
+        row["weights"] = "none needed"
+    else:
+        from vidmem.models.weights import resolve_weights
+
+        try:
+            row["weights"] = str(resolve_weights(checkpoint, backend=entry.name, model_dir=model_dir))
+        except VidmemError:
+            row["weights"] = f"not found ({checkpoint})"
+    return row
+
+
+def _judge_status(judge_url: str | None) -> dict[str, Any]:
+    if not judge_url:
+        return {"url": None, "answers": None, "detail": "no judge endpoint configured (--judge-url or VIDMEM_JUDGE_URL)"}
+    if "judge/openai" not in BACKENDS or BACKENDS.get("judge/openai").status == "planned":
+        return {"url": judge_url, "answers": None, "detail": "judge/openai backend not available"}
+    judge_cls = BACKENDS.load("judge/openai")
+    try:
+        ok, detail = judge_cls.ping_url(judge_url)
+    except VidmemError as exc:
+        ok, detail = False, exc.message
+    return {"url": judge_url, "answers": ok, "detail": detail}
+
+
+def diagnose(*, model_dir: str | None = None, judge_url: str | None = None) -> dict[str, Any]:
+    """Collect the environment report as plain data (the CLI renders it)."""
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "core_packages": {name: _version(name) for name in CORE_PACKAGES},
+        "model_packages": {name: _version(name) for name in MODEL_PACKAGES},
+        "h264_encoder": _h264_encoder(),
+        "backends": [_backend_status(e, model_dir) for e in BACKENDS.entries()],
+        "judge": _judge_status(judge_url),
+    }

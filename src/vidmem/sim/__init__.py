@@ -1,0 +1,1 @@
+"""The offline reference world: procedural cases and videos with a truth sidecar."""
