@@ -22,6 +22,15 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     benchmarks.add("vmem_track_b", None, "VMem-Bench Track-B: closed-loop story generation with memory policies", status=planned)
     benchmarks.add("mist", None, "MIST: gate-by-gate scoring of hidden-state reveals, with M3-Agent", status=planned)
 
+    # Offline classic backends: core install, no weights. Proxies, never the official protocol.
+    backends.add("classic/hsv-lbp", "vidmem.models.backends.classic_embed:HsvLbpEmbedder", "offline proxy: HSV colour histogram + uniform LBP texture (default classic image embedder)", role="image_embedder")
+    backends.add("classic/lab-hog", "vidmem.models.backends.classic_embed:LabHogEmbedder", "offline proxy: Lab colour histogram + HOG", role="image_embedder")
+    backends.add("classic/hsv-hist", "vidmem.models.backends.classic_embed:HsvHistEmbedder", "offline proxy: HSV colour histogram only", role="image_embedder")
+    backends.add("classic/sift", "vidmem.models.backends.classic_sift:SiftDetector", "offline proxy: find an image query by SIFT matching + RANSAC homography (no text queries)", role="detector")
+    backends.add("classic/grabcut", "vidmem.models.backends.classic_segment:GrabCutSegmenter", "offline proxy: GrabCut from a box prompt, box fallback", role="segmenter")
+    backends.add("classic/box", "vidmem.models.backends.classic_segment:BoxSegmenter", "baseline: the box rectangle as the mask", role="segmenter")
+    backends.add("classic/tfidf", "vidmem.models.backends.classic_text:TfidfTextEmbedder", "offline proxy: hashed char n-gram TF(-IDF) text vectors", role="text_embedder")
+
     generators.add("sim", None, "offline procedural world with tunable memory (perfect, none, decay, leaky)", status=planned)
     generators.add("command", None, "any generator run as a shell command template", status=planned)
 
