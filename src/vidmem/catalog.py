@@ -30,6 +30,7 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     backends.add("classic/grabcut", "vidmem.models.backends.classic_segment:GrabCutSegmenter", "offline proxy: GrabCut from a box prompt, box fallback", role="segmenter")
     backends.add("classic/box", "vidmem.models.backends.classic_segment:BoxSegmenter", "baseline: the box rectangle as the mask", role="segmenter")
     backends.add("classic/tfidf", "vidmem.models.backends.classic_text:TfidfTextEmbedder", "offline proxy: hashed char n-gram TF(-IDF) text vectors", role="text_embedder")
+    backends.add("judge/openai", "vidmem.models.backends.judge_openai:OpenAIJudge", "VLM judge over any OpenAI-compatible chat server (vLLM, SGLang, OpenAI)", role="judge")
 
     generators.add("sim", None, "offline procedural world with tunable memory (perfect, none, decay, leaky)", status=planned)
     generators.add("command", None, "any generator run as a shell command template", status=planned)

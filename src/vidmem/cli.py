@@ -114,12 +114,15 @@ def doctor(
     judge_url: Annotated[
         str | None, typer.Option("--judge-url", envvar="VIDMEM_JUDGE_URL", help="OpenAI-compatible judge server.")
     ] = None,
+    judge_model: Annotated[
+        str | None, typer.Option("--judge-model", envvar="VIDMEM_JUDGE_MODEL", help="Model the judge server should serve.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check what is installed, which backends load, which weights are found."""
     from vidmem.runners.doctor import diagnose
 
-    report = diagnose(model_dir=str(model_dir) if model_dir else None, judge_url=judge_url)
+    report = diagnose(model_dir=str(model_dir) if model_dir else None, judge_url=judge_url, judge_model=judge_model)
     if as_json:
         _print_json(report)
         return

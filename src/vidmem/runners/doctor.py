@@ -60,20 +60,21 @@ def _backend_status(entry: Any, model_dir: str | None) -> dict[str, Any]:
     return row
 
 
-def _judge_status(judge_url: str | None) -> dict[str, Any]:
+def _judge_status(judge_url: str | None, judge_model: str | None) -> dict[str, Any]:
     if not judge_url:
-        return {"url": None, "answers": None, "detail": "no judge endpoint configured (--judge-url or VIDMEM_JUDGE_URL)"}
-    if "judge/openai" not in BACKENDS or BACKENDS.get("judge/openai").status == "planned":
-        return {"url": judge_url, "answers": None, "detail": "judge/openai backend not available"}
-    judge_cls = BACKENDS.load("judge/openai")
+        return {"url": None, "answers": None,
+                "detail": "no judge endpoint configured (--judge-url or VIDMEM_JUDGE_URL)"}
     try:
-        ok, detail = judge_cls.ping_url(judge_url)
+        judge = BACKENDS.load("judge/openai")(base_url=judge_url, model=judge_model or "(not set)")
+        ping = judge.ping()
     except VidmemError as exc:
-        ok, detail = False, exc.message
-    return {"url": judge_url, "answers": ok, "detail": detail}
+        return {"url": judge_url, "answers": False, "detail": exc.message}
+    return {"url": judge_url, "answers": ping.ok, "detail": ping.message, "models": list(ping.models)}
 
 
-def diagnose(*, model_dir: str | None = None, judge_url: str | None = None) -> dict[str, Any]:
+def diagnose(
+    *, model_dir: str | None = None, judge_url: str | None = None, judge_model: str | None = None
+) -> dict[str, Any]:
     """Collect the environment report as plain data (the CLI renders it)."""
     return {
         "python": sys.version.split()[0],
@@ -82,5 +83,5 @@ def diagnose(*, model_dir: str | None = None, judge_url: str | None = None) -> d
         "model_packages": {name: _version(name) for name in MODEL_PACKAGES},
         "h264_encoder": _h264_encoder(),
         "backends": [_backend_status(e, model_dir) for e in BACKENDS.entries()],
-        "judge": _judge_status(judge_url),
+        "judge": _judge_status(judge_url, judge_model),
     }
