@@ -47,7 +47,7 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     backends.add("judge/openai", "vidmem.models.backends.judge_openai:OpenAIJudge", "VLM judge over any OpenAI-compatible chat server (vLLM, SGLang, OpenAI)", role="judge")
 
     generators.add("sim", None, "offline procedural world with tunable memory (perfect, none, decay, leaky)", status=planned)
-    generators.add("command", None, "any generator run as a shell command template", status=planned)
+    generators.add("command", "vidmem.generators.command:CommandGenerator", "any generator run as a shell command template")
 
     for name, summary in (
         ("none", "no memory: the generator sees only the current prompt"),

@@ -91,7 +91,7 @@ def list_names(
         table = Table(title=k, title_justify="left", show_lines=False)
         for col in ("name", "status", "role" if k == "backends" else None, "needs", "summary"):
             if col:
-                table.add_column(col)
+                table.add_column(col, no_wrap=col == "name", overflow="fold")
         for row in data[k]:
             cells = [row["name"], row["status"]]
             if k == "backends":
@@ -244,7 +244,7 @@ def models_list(as_json: JsonOpt = False) -> None:
         return
     table = Table(title="model backends", title_justify="left")
     for col in ("name", "role", "checkpoint", "params", "vram", "official", "extra"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "name", overflow="fold")
     for r in rows:
         table.add_row(*[str(r[c]) if r[c] not in (None, "") else "-" for c in
                         ("name", "role", "checkpoint", "params", "vram", "official", "extra")])
