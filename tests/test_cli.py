@@ -1,0 +1,169 @@
+"""The command line as a user meets it: exit codes, messages, JSON output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from vidmem import __version__
+from vidmem.cli import main
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    captured = capsys.readouterr()
+    code = exc.value.code if isinstance(exc.value.code, int) else (0 if exc.value.code is None else 1)
+    return code, captured.out, captured.err
+
+
+def test_version(capsys):
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0
+    assert __version__ in out
+
+
+def test_no_arguments_shows_help(capsys):
+    code, out, err = run_cli(capsys)
+    assert code != 0 or "Usage" in out
+    assert "Usage" in out + err
+
+
+def test_list_json_has_every_kind(capsys):
+    code, out, _ = run_cli(capsys, "list", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {"benchmarks", "backends", "generators", "policies"}
+    names = {row["name"] for row in data["benchmarks"]}
+    assert {"cmbench", "memory_loop", "vmem_track_a", "vmem_track_b", "mist"} <= names
+
+
+def test_list_one_kind(capsys):
+    code, out, _ = run_cli(capsys, "list", "benchmarks", "--json")
+    assert code == 0
+    assert list(json.loads(out)) == ["benchmarks"]
+
+
+def test_list_unknown_kind_suggests(capsys):
+    code, _, err = run_cli(capsys, "list", "benchmark")
+    assert code == 2
+    assert "did you mean 'benchmarks'" in err
+
+
+def test_unknown_benchmark_gets_did_you_mean(capsys):
+    code, out, err = run_cli(capsys, "run", "cmbnch")
+    assert code == 2
+    assert "unknown benchmark 'cmbnch'" in err
+    assert "did you mean 'cmbench'" in err
+    assert "Traceback" not in err + out
+
+
+def test_planned_benchmark_says_not_implemented(capsys):
+    code, _, err = run_cli(capsys, "score", "mist")
+    assert code == 2
+    assert "not implemented" in err
+
+
+def test_unknown_option_is_a_usage_error(capsys):
+    code, _, err = run_cli(capsys, "list", "--bogus")
+    assert code == 2
+    assert "--bogus" in err
+
+
+def test_report_on_missing_dir(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "report", str(tmp_path / "nope"))
+    assert code == 2
+    assert "nope" in err
+    assert "Traceback" not in err
+
+
+def test_report_on_dir_without_run_json(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "report", str(tmp_path))
+    assert code == 2
+    assert "run.json" in err
+
+
+def test_debug_shows_traceback(capsys):
+    code, _, err = run_cli(capsys, "--debug", "run", "cmbnch")
+    assert code == 2
+    assert "Traceback" in err
+
+
+def test_doctor_json(capsys):
+    code, out, _ = run_cli(capsys, "doctor", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["core_packages"]["numpy"]
+    assert isinstance(data["h264_encoder"], bool)
+    assert data["judge"]["url"] is None or isinstance(data["judge"]["url"], str)
+
+
+def test_console_script_exit_code():
+    res = subprocess.run(
+        [sys.executable, "-m", "vidmem.cli", "run", "no_such_benchmark"],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 2
+    assert "unknown benchmark" in res.stderr
+
+
+def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
+    out = tmp_path / "demo"
+    code, stdout, err = run_cli(capsys, "demo", "--out", str(out), "--json")
+    assert code == 0, err
+    result = json.loads(stdout)
+    assert result["all_checks_passed"] is True
+    assert result["checks"]["index"]["exact"] == result["checks"]["index"]["requests"] > 0
+    assert result["checks"]["time"]["exact"] == result["checks"]["time"]["requests"] > 0
+    assert result["batched_read"]["frames_decoded"] < result["clip"]["n_frames"]
+    assert (out / "run.json").is_file() and (out / "items.sqlite").is_file()
+    html = (out / "report" / "report.html").read_text()
+    assert "data:image/png;base64," in html
+    first_computed = result["execution"]["computed"]
+    assert first_computed == result["execution"]["total"]
+
+    code, stdout, _ = run_cli(capsys, "demo", "--out", str(out), "--json")
+    again = json.loads(stdout)
+    assert code == 0
+    assert again["execution"]["computed"] == 0
+    assert again["execution"]["cached"] == first_computed
+
+    code, stdout, _ = run_cli(capsys, "report", str(out), "--json")
+    assert code == 0
+    assert json.loads(stdout)["html"].endswith("report.html")
+
+
+def test_report_on_newer_schema_is_refused(capsys, tmp_path):
+    out = tmp_path / "demo"
+    assert run_cli(capsys, "demo", "--out", str(out), "--quiet")[0] == 0
+    data = json.loads((out / "run.json").read_text())
+    data["schema_version"] = 99
+    (out / "run.json").write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, "report", str(out))
+    assert code == 2
+    assert "newer" in err
+
+
+def test_models_list_json_names_protocol_checkpoints(capsys):
+    code, out, _ = run_cli(capsys, "models", "list", "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["dinov2/small"]["checkpoint"] == "facebook/dinov2-small"
+    assert rows["owlvit/base-patch32"]["official"] is True
+    assert rows["classic/sift"]["extra"] == "core"
+
+
+def test_models_fetch_offline_is_a_clear_error(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "models", "fetch", "dinov2/small", "--to", str(tmp_path))
+    assert code == 2
+    assert "could not download" in err and "--model-dir" in err
+
+
+def test_models_fetch_weight_free_backend(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "models", "fetch", "classic/sift", "--to", str(tmp_path))
+    assert code == 2
+    assert "weight-free" in err
