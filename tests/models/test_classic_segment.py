@@ -127,3 +127,11 @@ def test_bad_settings() -> None:
         GrabCutSegmenter(iterations=0)
     with pytest.raises(UserInputError, match=r"has no weights"):
         BoxSegmenter(weights="sam2")
+
+
+@pytest.mark.parametrize("name", ["classic/grabcut", "classic/box", "classic/sift", "classic/hsv-lbp", "classic/tfidf"])
+def test_misspelt_option_is_rejected_not_recorded(name):
+    from vidmem.registry import BACKENDS
+
+    with pytest.raises(TypeError):
+        BACKENDS.load(name)(treshold=0.5)

@@ -127,12 +127,17 @@ class JudgeRequest:
         prompt: the full question; it must ask for a single JSON object.
         images: frames shown to the judge, in order.
         required_keys: top-level keys the answer must contain to count as parsed.
+        payload: the same question as structured data (e.g. the roster as a list of
+            dicts). VLM judges read only ``prompt`` and ``images``; judges that are not
+            VLMs (such as the sim world's card judge) read ``payload`` instead of
+            parsing prose. Never holds ground truth.
     """
 
     item_id: str
     prompt: str
     images: tuple[np.ndarray, ...] = ()
     required_keys: tuple[str, ...] = ()
+    payload: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -249,7 +249,6 @@ class ClassicEmbedder(BackendBase):
         batch_size: int = 64,
         size: int = 64,
         colour_weight: float | None = None,
-        **settings: Any,
     ) -> None:
         if weights is not None:
             raise UserInputError(
@@ -257,7 +256,7 @@ class ClassicEmbedder(BackendBase):
                 hint="drop the weights argument, or choose a model backend such as dinov2/small",
             )
         super().__init__(
-            weights=None, device=device, dtype=dtype, batch_size=batch_size, **settings
+            weights=None, device=device, dtype=dtype, batch_size=batch_size
         )
         size = int(size)
         if size < 32 or (self.texture == "hog" and size % HOG_CELL):

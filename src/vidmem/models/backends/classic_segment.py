@@ -108,13 +108,15 @@ class _ClassicSegmenter(BackendBase):
     default_weights = None
     official = False
 
-    def __init__(self, *, weights: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, weights: Any = None, device: str = "cpu", dtype: str = "float32", batch_size: int = 16
+    ) -> None:
         if weights is not None:
             raise UserInputError(
                 f"{self.name}: this classic segmenter has no weights; found weights={weights!r}",
                 hint="drop the weights argument, or choose a model segmenter such as sam2/tiny",
             )
-        super().__init__(weights=None, **kwargs)
+        super().__init__(weights=None, device=device, dtype=dtype, batch_size=batch_size)
 
     def _mask(self, image: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
         raise NotImplementedError

@@ -142,7 +142,6 @@ class SiftDetector(BackendBase):
         max_side: int | None = 1024,
         n_features: int = 0,
         threshold: float = DEFAULT_THRESHOLD,
-        **settings: Any,
     ) -> None:
         if weights is not None:
             raise UserInputError(
@@ -150,7 +149,7 @@ class SiftDetector(BackendBase):
                 hint="drop the weights argument, or choose a model detector such as owlvit/base-patch32",
             )
         super().__init__(
-            weights=None, device=device, dtype=dtype, batch_size=batch_size, **settings
+            weights=None, device=device, dtype=dtype, batch_size=batch_size
         )
         checks = [
             ("ratio", ratio, 0.0 < ratio <= 1.0, "in (0, 1]"),

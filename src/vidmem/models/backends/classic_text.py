@@ -103,7 +103,6 @@ class TfidfTextEmbedder(BackendBase):
         n_features: int = 2**13,
         ngram_range: tuple[int, int] = (3, 5),
         corpus: Iterable[str] | None = None,
-        **settings: Any,
     ) -> None:
         if weights is not None:
             raise UserInputError(
@@ -111,7 +110,7 @@ class TfidfTextEmbedder(BackendBase):
                 hint="drop the weights argument, or choose a model text embedder",
             )
         super().__init__(
-            weights=None, device=device, dtype=dtype, batch_size=batch_size, **settings
+            weights=None, device=device, dtype=dtype, batch_size=batch_size
         )
         lo, hi = (int(v) for v in ngram_range)
         if int(n_features) < 16 or not 1 <= lo <= hi:
