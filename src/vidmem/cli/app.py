@@ -18,8 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 from vidmem import __version__
+from vidmem.cli.groups import BenchmarkGroup
 from vidmem.errors import UserInputError, VidmemError
-from vidmem.registry import BENCHMARKS, REGISTRIES, unknown_name_message
+from vidmem.registry import REGISTRIES, unknown_name_message
 
 app = typer.Typer(
     name="vidmem",
@@ -169,38 +170,18 @@ def demo(
 # ------------------------------------------------------------------- run / score / report
 
 
-def _benchmark(name: str) -> Any:
-    return BENCHMARKS.get(name).load()
-
-
-@app.command()
-def run(
-    benchmark: Annotated[str, typer.Argument(help="Benchmark name (see `vidmem list benchmarks`).")],
-    root: Annotated[Path | None, typer.Option("--root", help="Dataset root in the official layout.")] = None,
-    generator: Annotated[str | None, typer.Option("--generator", help="Generator adapter name.")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory.")] = False,
-    quiet: QuietOpt = False,
-) -> None:
-    """Generate with a generator adapter and score (closed loop)."""
-    impl = _benchmark(benchmark)
-    impl.run(root=root, generator=generator, out=out_dir, resume=resume, overwrite=overwrite, quiet=quiet)
-
-
-@app.command()
-def score(
-    benchmark: Annotated[str, typer.Argument(help="Benchmark name (see `vidmem list benchmarks`).")],
-    root: Annotated[Path | None, typer.Option("--root", help="Dataset root in the official layout.")] = None,
-    videos: Annotated[Path | None, typer.Option("--videos", help="Folder of generated videos.")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory.")] = False,
-    quiet: QuietOpt = False,
-) -> None:
-    """Score videos that were generated elsewhere (bring your own videos)."""
-    impl = _benchmark(benchmark)
-    impl.score(root=root, videos=videos, out=out_dir, resume=resume, overwrite=overwrite, quiet=quiet)
+run_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
+                      help="Generate with a generator adapter, then score (closed loop).")
+score_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
+                        help="Score videos generated elsewhere (bring your own videos).")
+requests_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
+                           help="Write the generation requests of a benchmark as a manifest.")
+validate_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
+                           help="Check a dataset in a benchmark's official layout; list every problem.")
+app.add_typer(run_app, name="run")
+app.add_typer(score_app, name="score")
+app.add_typer(requests_app, name="requests")
+app.add_typer(validate_app, name="validate")
 
 
 @app.command()

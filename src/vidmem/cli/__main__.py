@@ -1,0 +1,3 @@
+from vidmem.cli.app import main
+
+main()
