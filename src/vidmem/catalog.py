@@ -59,6 +59,10 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     backends.add("sam/vit-large", "vidmem.models.backends.sam:SamVitLarge", "SAM ViT-L box-prompted segmenter", role="segmenter", extra="models", checkpoint="facebook/sam-vit-large", params="312M", vram="~3.5 GB")
     backends.add("sam/vit-huge", "vidmem.models.backends.sam:SamVitHuge", "SAM ViT-H box-prompted segmenter", role="segmenter", extra="models", checkpoint="facebook/sam-vit-huge", params="641M", vram="~6 GB")
     backends.add("judge/openai", "vidmem.models.backends.judge_openai:OpenAIJudge", "VLM judge over any OpenAI-compatible chat server (vLLM, SGLang, OpenAI)", role="judge")
+    backends.add("judge/transformers", "vidmem.models.backends.judge_qwen:QwenVLJudge", "local Qwen-VL judge with transformers (any Qwen2-VL / Qwen2.5-VL / Qwen3-VL weights dir; greedy)", extra="models", role="judge", checkpoint=None, params="7-9B", vram="~18-20 GB (bf16)")
+    backends.add("judge/qwen2-vl-7b", "vidmem.models.backends.judge_qwen:Qwen2VL7BJudge", "local Qwen2-VL-7B-Instruct judge with transformers (greedy)", extra="models", role="judge", checkpoint="Qwen/Qwen2-VL-7B-Instruct", params="8.3B", vram="~18 GB (bf16)")
+    backends.add("judge/qwen2.5-vl-7b", "vidmem.models.backends.judge_qwen:Qwen25VL7BJudge", "local Qwen2.5-VL-7B-Instruct judge with transformers (greedy)", extra="models", role="judge", checkpoint="Qwen/Qwen2.5-VL-7B-Instruct", params="8.3B", vram="~18 GB (bf16)")
+    backends.add("judge/qwen3-vl-8b", "vidmem.models.backends.judge_qwen:Qwen3VL8BJudge", "local Qwen3-VL-8B-Instruct judge with transformers (greedy)", extra="models", role="judge", checkpoint="Qwen/Qwen3-VL-8B-Instruct", params="8.8B", vram="~20 GB (bf16)")
 
     generators.add("sim", None, "offline procedural world with tunable memory (perfect, none, decay, leaky)", status=planned)
     generators.add("command", "vidmem.generators.command:CommandGenerator", "any generator run as a shell command template")

@@ -1,0 +1,639 @@
+"""``judge/transformers``: a local Qwen-VL judge run with transformers on your own GPU.
+
+The same :class:`vidmem.models.protocols.Judge` as ``judge/openai``, without a server:
+the model is loaded from a local weights directory and queried with greedy decoding.
+Registered names (see :mod:`vidmem.catalog`):
+
+* ``judge/qwen2-vl-7b`` -- ``Qwen/Qwen2-VL-7B-Instruct`` (``Qwen2VLForConditionalGeneration``);
+* ``judge/qwen2.5-vl-7b`` -- ``Qwen/Qwen2.5-VL-7B-Instruct``
+  (``Qwen2_5_VLForConditionalGeneration``);
+* ``judge/qwen3-vl-8b`` -- ``Qwen/Qwen3-VL-8B-Instruct`` (``Qwen3VLForConditionalGeneration``);
+* ``judge/transformers`` -- any local directory of these families (``weights=`` is
+  required); the model class is picked from ``config.json``'s ``model_type``
+  (``qwen2_vl``, ``qwen2_5_vl``, ``qwen3_vl``, ``qwen3_vl_moe``).
+
+One :meth:`QwenVLJudge.judge` call behaves exactly like the server judge's:
+
+1. ONE user message: the prompt text first, then each image (the order
+   ``judge/openai`` sends, so a model served by vLLM sees the same conversation),
+   rendered with the model's chat template (``add_generation_prompt=True``).
+2. Greedy decoding (``do_sample=False``: temperature-0 semantics) of at most
+   ``max_new_tokens`` tokens. The sampling settings of the checkpoint's
+   ``generation_config.json`` (temperature, top-p/top-k) are overridden;
+   ``repetition_penalty`` is an explicit setting (1.0, i.e. none, by default; vLLM
+   applies the checkpoint's value, 1.05 for Qwen2-VL, unless told otherwise).
+3. The answer is read with :func:`vidmem.models.json_extract.extract_json_object` and
+   checked for ``request.required_keys``. If that fails, ONE follow-up generation is
+   made with the model's reply kept as the assistant turn and a user turn holding
+   :data:`vidmem.models.backends.judge_openai.JSON_ONLY_INSTRUCTION` (an empty first
+   reply is not replayed: the instruction is appended to the original user message).
+   Still not usable: ``status="unparsable"`` with the last raw text; no default
+   answer is ever filled in.
+4. An exception while generating (CUDA out of memory, a kernel error...) gives
+   ``status="error"`` with the message (``"unparsable"`` if the first reply exists and
+   only the follow-up failed), counted in :meth:`QwenVLJudge.stats`. Model
+   misbehaviour never raises; misconfiguration (missing weights, no chat template,
+   malformed images, an empty prompt) raises a :class:`vidmem.errors.VidmemError`.
+
+Preprocessing (no torchvision): the frames are first shrunk so that the longer side
+is at most ``max_image_side`` (bicubic, aspect kept, as ``judge/openai`` does before
+encoding; images are not JPEG-compressed here), then go through the checkpoint's own
+image processor in its PIL/numpy form (``Qwen2VLImageProcessorPil``, which Qwen2-VL,
+Qwen2.5-VL and Qwen3-VL all use): ``smart_resize`` to multiples of
+``patch_size * merge_size`` with the pixel count clamped to
+``[min_pixels, max_pixels]``, rescale + normalise, patchify. The processor's text side
+is reproduced too: the chat template's ``<|image_pad|>`` placeholder of image ``i`` is
+repeated ``prod(image_grid_thw[i]) / merge_size**2`` times, the text is tokenized,
+and ``mm_token_type_ids`` marks the image tokens (1) for the M-RoPE positions -- the
+same tensors ``Qwen2VLProcessor`` returns (the full processor object cannot be built
+without torchvision, because of its video half). Memory is bounded by
+``max_image_side`` and ``max_pixels``: each image costs ``pixels / (28 * 28)`` tokens
+(``32 * 32`` for Qwen3-VL).
+
+Requests are judged one at a time (``batch_size`` is accepted and recorded but not
+used: a 7B judge is bound by the length of each answer, and one-at-a-time keeps the
+greedy output independent of padding). Calls from several threads are serialised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vidmem.errors import MissingDependencyError, UserInputError
+from vidmem.models.backends.base import import_torch, import_transformers
+from vidmem.models.backends.hf_images import (
+    HFEmbedderBase,
+    check_images,
+    load_tokenizer,
+    read_config,
+    read_json_if_present,
+    resample_filter,
+    resize,
+)
+from vidmem.models.backends.judge_openai import JSON_ONLY_INSTRUCTION
+from vidmem.models.json_extract import extract_json_object, missing_keys
+from vidmem.models.protocols import JudgeRequest, JudgeResult
+
+__all__ = [
+    "MODEL_CLASSES",
+    "Qwen2VL7BJudge",
+    "Qwen3VL8BJudge",
+    "Qwen25VL7BJudge",
+    "QwenVLJudge",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``config.json`` ``model_type`` -> the transformers class that generates with it.
+MODEL_CLASSES: dict[str, str] = {
+    "qwen2_vl": "Qwen2VLForConditionalGeneration",
+    "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+    "qwen3_vl": "Qwen3VLForConditionalGeneration",
+    "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
+}
+
+_IMAGE_TOKEN = "<|image_pad|>"
+_VIDEO_TOKEN = "<|video_pad|>"
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """One generation: the decoded text and why it stopped (``"stop"`` or ``"length"``)."""
+
+    text: str
+    finish_reason: str
+
+
+def _positive_int(where: str, key: str, value: Any, *, allow_none: bool) -> int | None:
+    if value is None and allow_none:
+        return None
+    ok = not isinstance(value, bool)
+    try:
+        number = int(value)
+        ok = ok and number == float(value) and number >= 1
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        expected = "an integer >= 1" + (" or None" if allow_none else "")
+        raise UserInputError(
+            f"{where}: {key} must be {expected}, found {value!r}",
+            hint=f"give {key} as a whole number, e.g. {key}=1024",
+        )
+    return number
+
+
+class QwenVLJudge(HFEmbedderBase):
+    """A :class:`vidmem.models.protocols.Judge` on a local Qwen-VL checkpoint.
+
+    Args:
+        weights: local model directory or hub id (looked up offline, see
+            :func:`vidmem.models.weights.resolve_weights`); it must hold
+            ``config.json``, the weights, the tokenizer, ``preprocessor_config.json``
+            and a chat template (``chat_template.jinja``, ``chat_template.json`` or the
+            tokenizer's). Required for ``judge/transformers``.
+        device: torch device string (``"cuda"``, ``"cuda:1"``, ``"cpu"``).
+        dtype: ``"bfloat16"``, ``"float16"`` or ``"float32"`` for the model; ``None``
+            picks ``"bfloat16"`` on CUDA and ``"float32"`` on the CPU.
+        batch_size: accepted and recorded; requests are judged one at a time.
+        max_new_tokens: reply length limit in tokens (``judge/openai``'s ``max_tokens``).
+        max_image_side: shrink each image so that its longer side is at most this many
+            pixels before the processor sees it (``None``: as is).
+        min_pixels, max_pixels: bounds on each image's pixel count after the
+            processor's ``smart_resize`` (``None``: the checkpoint's
+            ``preprocessor_config.json``; Qwen2-VL ships 3136 .. 12845056, so with
+            the default ``max_image_side`` that bound binds first, at most about
+            1300 tokens per image).
+        repetition_penalty: passed to ``generate`` (1.0: none).
+        official: whether this model is the judge a protocol prescribes; the benchmark
+            decides, this backend only records it.
+        model_dir: extra directory searched for hub ids.
+
+    Example:
+        >>> judge = QwenVLJudge(weights="/models/Qwen2.5-VL-7B-Instruct",
+        ...                     device="cuda")  # doctest: +SKIP
+        >>> judge.judge(JudgeRequest("clip-3", prompt, images=frames,
+        ...                          required_keys=("present",))).status  # doctest: +SKIP
+        'ok'
+    """
+
+    name = "judge/transformers"
+    default_weights: str | None = None
+    official = False
+    #: ``model_type`` values this registry name accepts.
+    model_types: tuple[str, ...] = tuple(MODEL_CLASSES)
+
+    def __init__(
+        self,
+        *,
+        weights: str | Path | None = None,
+        device: str = "cpu",
+        dtype: str | None = None,
+        batch_size: int = 1,
+        max_new_tokens: int = 1024,
+        max_image_side: int | None = 1024,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+        repetition_penalty: float = 1.0,
+        official: bool = False,
+        model_dir: str | Path | None = None,
+    ) -> None:
+        where = self.name
+        if weights is None and self.default_weights is None:
+            raise MissingDependencyError(
+                f"backend '{where}': no weights given; expected weights=<local Qwen-VL "
+                "model directory>, found none",
+                hint="pass weights=/path/to/Qwen2.5-VL-7B-Instruct (a folder with config.json), "
+                "or use judge/qwen2-vl-7b, judge/qwen2.5-vl-7b or judge/qwen3-vl-8b",
+            )
+        max_new_tokens = _positive_int(where, "max_new_tokens", max_new_tokens, allow_none=False)
+        max_image_side = _positive_int(where, "max_image_side", max_image_side, allow_none=True)
+        min_pixels = _positive_int(where, "min_pixels", min_pixels, allow_none=True)
+        max_pixels = _positive_int(where, "max_pixels", max_pixels, allow_none=True)
+        if min_pixels is not None and max_pixels is not None and min_pixels > max_pixels:
+            raise UserInputError(
+                f"{where}: min_pixels ({min_pixels}) is larger than max_pixels ({max_pixels})",
+                hint="pick min_pixels <= max_pixels",
+            )
+        try:
+            repetition_penalty = float(repetition_penalty)
+        except (TypeError, ValueError):
+            repetition_penalty = float("nan")
+        if not repetition_penalty > 0 or repetition_penalty == float("inf"):
+            raise UserInputError(
+                f"{where}: repetition_penalty must be a number > 0, found {repetition_penalty!r}",
+                hint="1.0 means no penalty",
+            )
+        if dtype is None:
+            dtype = "bfloat16" if str(device).startswith("cuda") else "float32"
+        super().__init__(
+            weights=weights,
+            device=device,
+            dtype=dtype,
+            batch_size=batch_size,
+            model_dir=model_dir,
+        )
+        self.official = bool(official)
+        self.max_new_tokens = int(max_new_tokens)  # type: ignore[arg-type]
+        self.max_image_side = max_image_side
+        self.repetition_penalty = repetition_penalty
+
+        # -- cheap checks first (config, tokenizer, template, image processor), then the
+        # model, whose class is chosen by config.json's model_type
+        path = self._check_weights()
+        self.config = read_config(path, backend=self.name)
+        model_type = self.config.get("model_type")
+        if model_type not in self.model_types:
+            raise UserInputError(
+                f"backend '{self.name}': weights '{path}' hold a '{model_type}' model, expected "
+                f"model_type {' or '.join(repr(t) for t in self.model_types)}",
+                hint="pick the judge that matches these weights (`vidmem list backends`); "
+                "judge/transformers takes any Qwen2-VL, Qwen2.5-VL or Qwen3-VL folder",
+            )
+        self.model_type = str(model_type)
+        self.model_class = MODEL_CLASSES[self.model_type]
+        self.tokenizer = load_tokenizer(path, backend=self.name)
+        self.chat_template = self._find_chat_template(path)
+        self.image_processor = self._load_image_processor(path, min_pixels, max_pixels)
+        self._load_model()
+        self._token_ids()
+        self._forward_takes_mm_types = (
+            "mm_token_type_ids" in inspect.signature(self.model.forward).parameters
+        )
+        size = self.image_processor.size
+        self.settings.update(
+            model_type=self.model_type,
+            model_class=self.model_class,
+            decoding="greedy",
+            max_new_tokens=self.max_new_tokens,
+            repetition_penalty=self.repetition_penalty,
+            max_image_side=self.max_image_side,
+            min_pixels=int(_size_get(size, "shortest_edge")),
+            max_pixels=int(_size_get(size, "longest_edge")),
+            patch_size=int(self.image_processor.patch_size),
+            merge_size=int(self.image_processor.merge_size),
+        )
+        self._lock = threading.Lock()  # counters
+        self._model_lock = threading.Lock()  # one generation at a time
+        self._stats = {
+            "requests": 0,
+            "calls": 0,
+            "retries": 0,
+            "format_retries": 0,
+            "ok": 0,
+            "unparsable": 0,
+            "errors": 0,
+        }
+
+    # ----------------------------------------------------------------------- loading
+
+    def _find_chat_template(self, path: Path) -> str:
+        """The processor's template (``chat_template.jinja`` / ``.json``), else the tokenizer's."""
+        jinja = path / "chat_template.jinja"
+        if jinja.is_file():
+            return jinja.read_text(encoding="utf-8")
+        data = read_json_if_present(path, "chat_template.json")
+        if data is not None and isinstance(data.get("chat_template"), str):
+            return data["chat_template"]
+        template = getattr(self.tokenizer, "chat_template", None)
+        if isinstance(template, dict):  # named templates: take the default one
+            template = template.get("default")
+        if isinstance(template, str) and template.strip():
+            return template
+        raise MissingDependencyError(
+            f"backend '{self.name}': no chat template in '{path}' (looked for "
+            "chat_template.jinja, chat_template.json and tokenizer_config.json's chat_template)",
+            hint="fetch the full hub snapshot of the model; the Qwen-VL repos ship "
+            "chat_template.json",
+        )
+
+    def _load_image_processor(
+        self, path: Path, min_pixels: int | None, max_pixels: int | None
+    ) -> Any:
+        if not (path / "preprocessor_config.json").is_file():
+            raise MissingDependencyError(
+                f"backend '{self.name}': no preprocessor_config.json in '{path}', so the "
+                "image preprocessing (patch size, pixel bounds, mean/std) is unknown",
+                hint="fetch the full hub snapshot of the model, not only the weights",
+            )
+        transformers = import_transformers()
+        # transformers 5: the PIL/numpy backend; 4.x: the slow class is the numpy one.
+        cls = (
+            getattr(transformers, "Qwen2VLImageProcessorPil", None)
+            or transformers.Qwen2VLImageProcessor
+        )
+        overrides: dict[str, int] = {}
+        if min_pixels is not None:
+            overrides["min_pixels"] = min_pixels
+        if max_pixels is not None:
+            overrides["max_pixels"] = max_pixels
+        try:
+            processor = cls.from_pretrained(str(path), local_files_only=True, **overrides)
+        except (OSError, ValueError, TypeError) as exc:
+            raise MissingDependencyError(
+                f"backend '{self.name}': cannot read the image processor in '{path}': {exc}",
+                hint="re-fetch preprocessor_config.json from the model's hub snapshot",
+            ) from exc
+        lo = _size_get(processor.size, "shortest_edge")
+        hi = _size_get(processor.size, "longest_edge")
+        if lo is None or hi is None or int(lo) > int(hi):
+            raise UserInputError(
+                f"backend '{self.name}': pixel bounds min_pixels={lo}, max_pixels={hi} "
+                f"(from '{path / 'preprocessor_config.json'}' and the arguments) are not usable",
+                hint="pass min_pixels <= max_pixels",
+            )
+        return processor
+
+    def _token_ids(self) -> None:
+        """Check that the tokenizer knows the placeholders the model expects."""
+        tok = self.tokenizer
+        self.image_token = str(getattr(tok, "image_token", None) or _IMAGE_TOKEN)
+        image_id = self.config.get("image_token_id")
+        video_id = self.config.get("video_token_id")
+        found = tok.convert_tokens_to_ids(self.image_token)
+        if image_id is None or found != image_id:
+            raise MissingDependencyError(
+                f"backend '{self.name}': the tokenizer maps the image placeholder "
+                f"'{self.image_token}' to id {found}, but config.json's image_token_id is "
+                f"{image_id}",
+                hint="the tokenizer files do not belong to these weights; fetch them from "
+                "the same hub snapshot",
+            )
+        self.image_token_id = int(image_id)
+        self.video_token_id = None if video_id is None else int(video_id)
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = tok.eos_token_id
+        eos_list = eos if isinstance(eos, (list, tuple)) else [eos]
+        self._eos_ids = {int(e) for e in eos_list if e is not None}
+        pad = self.model.generation_config.pad_token_id
+        if pad is None:
+            pad = tok.pad_token_id
+        if pad is None and self._eos_ids:
+            pad = min(self._eos_ids)
+        self._pad_id = pad
+
+    # ---------------------------------------------------------------------- counters
+
+    def _count(self, key: str, by: int = 1) -> None:
+        with self._lock:
+            self._stats[key] += by
+
+    def stats(self) -> dict[str, int]:
+        """Counters since construction (thread-safe snapshot), as ``judge/openai``'s.
+
+        ``requests``: :meth:`judge` calls; ``calls``: generations run; ``retries``:
+        always 0 (there is no transport to retry); ``format_retries``: "JSON only"
+        follow-ups; ``ok`` / ``unparsable`` / ``errors``: results by status.
+        """
+        with self._lock:
+            return dict(self._stats)
+
+    # ------------------------------------------------------------------ model inputs
+
+    def _vision(self, request: JudgeRequest) -> dict[str, Any] | None:
+        """Shrink and preprocess the request's images once (reused by the follow-up)."""
+        images = check_images(list(request.images), where=f"{self.name} item '{request.item_id}'")
+        if not images:
+            return None
+        if self.max_image_side is not None:
+            bicubic = resample_filter("bicubic", where=self.name)
+            shrunk = []
+            for image in images:
+                h, w = image.shape[:2]
+                longest = max(h, w)
+                if longest > self.max_image_side:
+                    scale = self.max_image_side / longest
+                    size = (max(1, round(h * scale)), max(1, round(w * scale)))
+                    image = resize(image, size, bicubic)
+                shrunk.append(image)
+            images = shrunk
+        try:
+            features = self.image_processor(images, return_tensors="pt")
+        except ValueError as exc:  # e.g. an aspect ratio above 200
+            raise UserInputError(
+                f"{self.name} item '{request.item_id}': the image processor refused an "
+                f"image: {exc}",
+                hint="crop or pad extreme panoramas before judging them",
+            ) from exc
+        return {
+            "pixel_values": features["pixel_values"],
+            "image_grid_thw": features["image_grid_thw"],
+        }
+
+    def _render(self, messages: list[dict[str, Any]]) -> str:
+        return self.tokenizer.apply_chat_template(
+            messages,
+            chat_template=self.chat_template,
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+
+    def _prepare(
+        self, messages: list[dict[str, Any]], vision: dict[str, Any] | None, item_id: str
+    ) -> dict[str, Any]:
+        """Chat template + placeholder expansion + tokenization, as ``Qwen2VLProcessor``.
+
+        Returns the ``generate`` inputs on the model's device.
+        """
+        text = self._render(messages)
+        pieces = text.split(self.image_token)
+        n_images = 0 if vision is None else int(vision["image_grid_thw"].shape[0])
+        if len(pieces) - 1 != n_images:
+            raise UserInputError(
+                f"{self.name} item '{item_id}': the chat template rendered "
+                f"{len(pieces) - 1} image placeholder(s) '{self.image_token}' for "
+                f"{n_images} image(s)",
+                hint="use the checkpoint's own chat template, and keep the literal "
+                f"'{self.image_token}' out of the prompt text",
+            )
+        if vision is not None:
+            merge = int(self.image_processor.merge_size) ** 2
+            out = [pieces[0]]
+            for grid, piece in zip(vision["image_grid_thw"], pieces[1:], strict=True):
+                out.append(self.image_token * (int(grid.prod()) // merge))
+                out.append(piece)
+            text = "".join(out)
+        # the template already holds every special token: add none
+        encoded = self.tokenizer(text, return_tensors="pt", add_special_tokens=False)
+        input_ids = encoded["input_ids"]
+        inputs: dict[str, Any] = {
+            "input_ids": input_ids.to(self._device),
+            "attention_mask": encoded["attention_mask"].to(self._device),
+        }
+        if self._forward_takes_mm_types:
+            types = (input_ids == self.image_token_id).long()
+            if self.video_token_id is not None:
+                types = types + 2 * (input_ids == self.video_token_id).long()
+            inputs["mm_token_type_ids"] = types.to(self._device)
+        if vision is not None:
+            inputs["pixel_values"] = vision["pixel_values"].to(
+                device=self._device, dtype=self._dtype
+            )
+            inputs["image_grid_thw"] = vision["image_grid_thw"].to(self._device)
+        return inputs
+
+    def _run_model(self, inputs: dict[str, Any]) -> _Reply:
+        """Greedy generation on prepared inputs; the only place the model runs."""
+        torch = import_torch()
+        with self._model_lock, torch.inference_mode():
+            output = self.model.generate(
+                **inputs,
+                do_sample=False,
+                num_beams=1,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                repetition_penalty=self.repetition_penalty,
+                max_new_tokens=self.max_new_tokens,
+                pad_token_id=self._pad_id,
+            )
+        # one sequence: generate stops right after an end-of-sequence token, no padding
+        new = output[0, inputs["input_ids"].shape[1] :].tolist()
+        cut = len(new) >= self.max_new_tokens and not (new and new[-1] in self._eos_ids)
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        return _Reply(text if isinstance(text, str) else "", "length" if cut else "stop")
+
+    def _call(self, inputs: dict[str, Any]) -> tuple[_Reply | None, str | None]:
+        """One generation: ``(reply, None)`` or ``(None, what went wrong)``; never raises."""
+        self._count("calls")
+        try:
+            return self._run_model(inputs), None
+        except Exception as exc:  # CUDA OOM, kernel errors...: an answer that never came
+            self._release_memory()
+            return None, f"{type(exc).__name__}: {exc}"
+
+    def _release_memory(self) -> None:
+        torch = import_torch()
+        if getattr(self, "_device", None) is not None and self._device.type == "cuda":
+            with contextlib.suppress(Exception):  # best effort after a failure
+                torch.cuda.empty_cache()
+
+    # -------------------------------------------------------------------------- judge
+
+    def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Ask the model ``request.prompt`` about ``request.images``; never raises for
+        model misbehaviour (see the module docstring for the sequence)."""
+        if not isinstance(request.prompt, str) or not request.prompt.strip():
+            raise UserInputError(
+                f"{self.name} item '{request.item_id}': the prompt is empty",
+                hint="the benchmark must build a prompt that asks for one JSON object",
+            )
+        vision = self._vision(request)  # validates images
+        content: list[dict[str, Any]] = [{"type": "text", "text": request.prompt}]
+        content.extend({"type": "image"} for _ in range(len(request.images)))
+        user = {"role": "user", "content": content}
+        item = request.item_id
+        inputs = self._prepare([user], vision, item)  # misconfiguration raises here
+        self._count("requests")
+        required = tuple(request.required_keys)
+
+        reply, error = self._call(inputs)
+        attempts = 1
+        if reply is None:
+            return self._result(request, "error", None, "", attempts, error)
+        data, problem = _read(reply, required)
+        if data is not None:
+            return self._result(request, "ok", data, reply.text, attempts, None)
+
+        # One "JSON only" follow-up, with the model's reply kept as the assistant turn.
+        self._count("format_retries")
+        log.info("%s item %s: %s; asking again for JSON only", self.name, item, problem)
+        follow_up = f"Your previous reply could not be used: {problem}. {JSON_ONLY_INSTRUCTION}"
+        if required:
+            follow_up += " It must contain the keys: " + ", ".join(required) + "."
+        if reply.text.strip():
+            messages = [
+                user,
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": follow_up},
+            ]
+        else:  # as judge/openai: no empty assistant turn, re-ask in one message
+            messages = [
+                {"role": "user", "content": [*content, {"type": "text", "text": follow_up}]}
+            ]
+        try:  # it replays the model's own reply, so a failure here is the model's doing
+            inputs = self._prepare(messages, vision, item)
+        except Exception as exc:
+            second, error = None, f"{type(exc).__name__}: {exc}"
+        else:
+            second, error = self._call(inputs)
+            attempts += 1
+        if second is None:
+            return self._result(
+                request,
+                "unparsable",
+                None,
+                reply.text,
+                attempts,
+                f"{problem}; the JSON-only follow-up got no answer: {error}",
+            )
+        data, problem2 = _read(second, required)
+        if data is not None:
+            return self._result(request, "ok", data, second.text, attempts, None)
+        return self._result(
+            request,
+            "unparsable",
+            None,
+            second.text,
+            attempts,
+            f"{problem2} (also after the JSON-only follow-up; first reply: {problem})",
+        )
+
+    def _result(
+        self,
+        request: JudgeRequest,
+        status: str,
+        data: dict[str, Any] | None,
+        raw: str,
+        attempts: int,
+        error: str | None,
+    ) -> JudgeResult:
+        self._count({"ok": "ok", "unparsable": "unparsable", "error": "errors"}[status])
+        if status != "ok":
+            log.warning("%s item %s: %s: %s", self.name, request.item_id, status, error)
+        return JudgeResult(
+            item_id=request.item_id,
+            status=status,  # type: ignore[arg-type]
+            data=data,
+            raw=raw,
+            attempts=attempts,
+            judge=self.name,
+            error=error,
+        )
+
+    def close(self) -> None:
+        """Drop the model and free its device memory."""
+        self.model = None
+        self._release_memory()
+
+
+def _read(reply: _Reply, required: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
+    """Parse a reply; ``(data, "")`` or ``(None, why it is not usable)`` (judge/openai's wording)."""
+    truncated = " (the reply was cut at max_new_tokens)" if reply.finish_reason == "length" else ""
+    if not reply.text.strip():
+        return None, f"the reply was empty{truncated}"
+    data = extract_json_object(reply.text)
+    if data is None:
+        return None, f"no JSON object found in the reply{truncated}"
+    missing = missing_keys(data, required)
+    if missing:
+        return None, f"the JSON object lacks the required keys {missing}{truncated}"
+    return data, ""
+
+
+def _size_get(size: Any, key: str) -> Any:
+    """Read ``shortest_edge`` / ``longest_edge`` from a dict or a transformers ``SizeDict``."""
+    if isinstance(size, dict):
+        return size.get(key)
+    return getattr(size, key, None)
+
+
+class Qwen2VL7BJudge(QwenVLJudge):
+    """``judge/qwen2-vl-7b``: ``Qwen/Qwen2-VL-7B-Instruct`` (8.3B parameters, about 17 GB in bfloat16)."""
+
+    name = "judge/qwen2-vl-7b"
+    default_weights = "Qwen/Qwen2-VL-7B-Instruct"
+    model_types = ("qwen2_vl",)
+
+
+class Qwen25VL7BJudge(QwenVLJudge):
+    """``judge/qwen2.5-vl-7b``: ``Qwen/Qwen2.5-VL-7B-Instruct`` (8.3B parameters, about 17 GB in bfloat16)."""
+
+    name = "judge/qwen2.5-vl-7b"
+    default_weights = "Qwen/Qwen2.5-VL-7B-Instruct"
+    model_types = ("qwen2_5_vl",)
+
+
+class Qwen3VL8BJudge(QwenVLJudge):
+    """``judge/qwen3-vl-8b``: ``Qwen/Qwen3-VL-8B-Instruct`` (8.8B parameters, about 18 GB in bfloat16)."""
+
+    name = "judge/qwen3-vl-8b"
+    default_weights = "Qwen/Qwen3-VL-8B-Instruct"
+    model_types = ("qwen3_vl",)

@@ -1,0 +1,538 @@
+"""The local Qwen-VL judge on tiny random Qwen2-VL / 2.5-VL / 3-VL / 3-VL-MoE models.
+
+Each tiny model (1 text layer of width 32, a 1-block vision tower) is built from its
+config and saved to a temp dir with a byte-level tokenizer holding the Qwen special
+tokens, a Qwen-style chat template and the image processor config, then loaded
+through the backend's public constructor with ``weights=<dir>``: the same
+``from_pretrained`` path a user takes, no network. A random model writes garbage, so
+the parse/retry logic is checked with scripted replies in place of the generation.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+from vidmem.errors import MissingDependencyError, UserInputError  # noqa: E402
+from vidmem.models.backends import judge_qwen  # noqa: E402
+from vidmem.models.backends.judge_openai import JSON_ONLY_INSTRUCTION  # noqa: E402
+from vidmem.models.backends.judge_qwen import (  # noqa: E402
+    Qwen2VL7BJudge,
+    Qwen3VL8BJudge,
+    Qwen25VL7BJudge,
+    QwenVLJudge,
+)
+from vidmem.models.protocols import Judge, JudgeRequest, JudgeResult  # noqa: E402
+
+pytestmark = pytest.mark.models
+
+SPECIALS = [
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
+# The structure of the Qwen2-VL template: a default system turn, text and image parts
+# in order, string or list content, the assistant header as the generation prompt.
+TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
+    "{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content %}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}"
+    "{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
+SPECIFIC = {"qwen2_vl": Qwen2VL7BJudge, "qwen2_5_vl": Qwen25VL7BJudge, "qwen3_vl": Qwen3VL8BJudge}
+
+
+# -- builders ------------------------------------------------------------------------
+
+
+def _tokenizer(out_dir):
+    """Byte-level BPE without merges (every byte is a token) + the Qwen special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=SPECIALS[2:],
+        model_max_length=4096,
+    )
+    fast.save_pretrained(out_dir)
+    return {s: fast.convert_tokens_to_ids(s) for s in SPECIALS}, len(fast)
+
+
+def build_tiny(kind, out_dir, *, chat_template_file="chat_template.json"):
+    """Save a tiny random ``kind`` model with tokenizer, template and processor config."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ids, vocab = _tokenizer(out_dir)
+    special = {
+        "image_token_id": ids["<|image_pad|>"],
+        "video_token_id": ids["<|video_pad|>"],
+        "vision_start_token_id": ids["<|vision_start|>"],
+        "vision_end_token_id": ids["<|vision_end|>"],
+    }
+    text = {
+        "vocab_size": vocab,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "max_position_embeddings": 512,
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+        # head_dim 16: the three M-RoPE sections (t, h, w) split its 8 frequencies
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    }
+    torch.manual_seed(0)
+    if kind == "qwen2_vl":
+        text["rope_parameters"]["mrope_section"] = [2, 3, 3]
+        vision = {"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 2, "mlp_ratio": 2}
+        config = transformers.Qwen2VLConfig(text_config=text, vision_config=vision, **special)
+        model = transformers.Qwen2VLForConditionalGeneration(config)
+        patch = 14
+    elif kind == "qwen2_5_vl":
+        text["rope_parameters"]["mrope_section"] = [2, 3, 3]
+        vision = {
+            "depth": 1,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "out_hidden_size": 32,
+            "num_heads": 2,
+            "window_size": 56,
+            "fullatt_block_indexes": [0],
+        }
+        config = transformers.Qwen2_5_VLConfig(text_config=text, vision_config=vision, **special)
+        model = transformers.Qwen2_5_VLForConditionalGeneration(config)
+        patch = 14
+    else:  # qwen3_vl, qwen3_vl_moe
+        text["head_dim"] = 16
+        text["rope_parameters"].update(mrope_section=[4, 2, 2], mrope_interleaved=True)
+        vision = {
+            "depth": 1,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "out_hidden_size": 32,
+            "num_heads": 2,
+            "patch_size": 16,
+            "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [0],
+        }
+        if kind == "qwen3_vl_moe":
+            text.update(num_experts=2, num_experts_per_tok=1, moe_intermediate_size=32)
+            config = transformers.Qwen3VLMoeConfig(
+                text_config=text, vision_config=vision, **special
+            )
+            model = transformers.Qwen3VLMoeForConditionalGeneration(config)
+        else:
+            config = transformers.Qwen3VLConfig(text_config=text, vision_config=vision, **special)
+            model = transformers.Qwen3VLForConditionalGeneration(config)
+        patch = 16
+    model.save_pretrained(out_dir)
+    factor = 2 * patch  # patch_size * merge_size
+    processor_cls = getattr(transformers, "Qwen2VLImageProcessorPil", None) or (
+        transformers.Qwen2VLImageProcessor
+    )
+    processor_cls(
+        patch_size=patch,
+        merge_size=2,
+        temporal_patch_size=2,
+        min_pixels=factor * factor,
+        max_pixels=16 * factor * factor,
+    ).save_pretrained(out_dir)
+    (out_dir / "chat_template.jinja").unlink(missing_ok=True)  # written by the tokenizer
+    if chat_template_file == "chat_template.json":
+        (out_dir / "chat_template.json").write_text(json.dumps({"chat_template": TEMPLATE}))
+    elif chat_template_file == "chat_template.jinja":
+        (out_dir / "chat_template.jinja").write_text(TEMPLATE)
+    return out_dir
+
+
+def _images(seed=0):
+    rng = np.random.default_rng(seed)
+    return (
+        rng.integers(0, 256, (40, 60, 3), dtype=np.uint8),
+        rng.integers(0, 256, (70, 50, 3), dtype=np.uint8),
+    )
+
+
+def _request(**kw):
+    base = {
+        "item_id": "clip-7",
+        "prompt": 'Is the red cube visible? Answer {"present": true|false}.',
+        "images": _images(),
+        "required_keys": ("present",),
+    }
+    base.update(kw)
+    return JudgeRequest(**base)
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("qwen-tiny")
+    return {kind: build_tiny(kind, root / kind) for kind in FAMILIES}
+
+
+# -- a real (tiny) model end to end --------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+def test_tiny_model_judges_without_raising_and_is_deterministic(tiny_dirs, kind):
+    judge = QwenVLJudge(weights=tiny_dirs[kind], max_new_tokens=6)
+    assert isinstance(judge, Judge)
+    request = _request()
+    first = judge.judge(request)
+    second = judge.judge(request)
+
+    assert isinstance(first, JudgeResult)
+    assert first.item_id == "clip-7" and first.judge == "judge/transformers"
+    assert first.status in ("ok", "unparsable")
+    assert isinstance(first.raw, str)
+    if first.status == "unparsable":
+        assert first.attempts == 2 and first.data is None and first.error
+    else:
+        assert first.attempts in (1, 2) and "present" in first.data
+    assert (second.status, second.raw, second.attempts) == (first.status, first.raw, first.attempts)
+
+    stats = judge.stats()
+    assert stats["requests"] == 2 and stats["errors"] == 0 and stats["retries"] == 0
+    assert stats["calls"] == first.attempts + second.attempts
+    assert stats["ok"] + stats["unparsable"] == 2
+
+    info = judge.info()
+    assert info.name == "judge/transformers" and info.official is False
+    assert info.weights == str(tiny_dirs[kind]) and info.weights_sha256
+    assert info.dtype == "float32" and info.device == "cpu"
+    assert info.settings["model_type"] == kind
+    assert info.settings["decoding"] == "greedy"
+    assert info.settings["max_new_tokens"] == 6
+
+
+@pytest.mark.parametrize("kind", sorted(SPECIFIC))
+def test_named_variant_loads_its_family(tiny_dirs, kind):
+    judge = SPECIFIC[kind](weights=tiny_dirs[kind], max_new_tokens=2)
+    result = judge.judge(_request(images=_images()[:1], required_keys=()))
+    assert result.judge == SPECIFIC[kind].name
+    assert result.status in ("ok", "unparsable")
+
+
+def test_named_variant_refuses_another_family(tiny_dirs):
+    with pytest.raises(
+        UserInputError, match="hold a 'qwen2_vl' model, expected model_type 'qwen3_vl'"
+    ):
+        Qwen3VL8BJudge(weights=tiny_dirs["qwen2_vl"])
+
+
+def test_other_model_types_are_refused(tiny_dirs, tmp_path):
+    import shutil
+
+    d = tmp_path / "llava"
+    shutil.copytree(tiny_dirs["qwen2_vl"], d)
+    config = json.loads((d / "config.json").read_text())
+    config["model_type"] = "llava"
+    (d / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        UserInputError, match="hold a 'llava' model, expected model_type 'qwen2_vl' or"
+    ):
+        QwenVLJudge(weights=d)
+
+
+def test_model_inputs_match_the_official_processor(tiny_dirs, monkeypatch):
+    """``_prepare`` reproduces ``Qwen2VLProcessor``/``Qwen3VLProcessor`` tensor for tensor.
+
+    The official processor needs a torchvision video processor; the check of that
+    argument is bypassed here (images only) to build it as the reference.
+    """
+    from transformers.processing_utils import ProcessorMixin
+
+    original = ProcessorMixin.check_argument_for_proper_class
+
+    def allow_no_video(self, name, arg):
+        if name == "video_processor" and arg is None:
+            return None
+        return original(self, name, arg)
+
+    monkeypatch.setattr(ProcessorMixin, "check_argument_for_proper_class", allow_no_video)
+    for kind, cls_name in (("qwen2_vl", "Qwen2VLProcessor"), ("qwen3_vl", "Qwen3VLProcessor")):
+        judge = QwenVLJudge(weights=tiny_dirs[kind], max_image_side=None)
+        try:
+            reference = getattr(transformers, cls_name)(
+                image_processor=judge.image_processor,
+                tokenizer=judge.tokenizer,
+                video_processor=None,
+                chat_template=judge.chat_template,
+            )
+        except (TypeError, ValueError, AttributeError) as exc:  # internals moved
+            pytest.skip(f"cannot build the reference processor without torchvision: {exc}")
+        request = _request()
+        messages = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": request.prompt},
+                    {"type": "image"},
+                    {"type": "image"},
+                ],
+            }
+        ]
+        text = judge._render(messages)
+        expected = reference(text=[text], images=list(request.images), return_tensors="pt")
+        got = judge._prepare(messages, judge._vision(request), request.item_id)
+        for key in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw"):
+            assert torch.equal(got[key], expected[key]), (kind, key)
+        assert torch.allclose(got["pixel_values"], expected["pixel_values"]), kind
+        n_image_tokens = int((got["input_ids"] == judge.image_token_id).sum())
+        assert n_image_tokens == int(expected["image_grid_thw"].prod(dim=1).sum()) // 4
+
+
+def test_max_image_side_and_pixel_bounds(tiny_dirs):
+    tall = np.zeros((300, 150, 3), np.uint8)
+    judge = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], max_image_side=60)
+    vision = judge._vision(_request(images=(tall,)))
+    # 300x150 -> 60x30 (longer side 60) -> smart_resize to multiples of 28: 56x28
+    assert vision["image_grid_thw"].tolist() == [[1, 4, 2]]
+
+    bounded = QwenVLJudge(
+        weights=tiny_dirs["qwen2_vl"], max_image_side=None, max_pixels=28 * 28 * 2
+    )
+    vision = bounded._vision(_request(images=(tall,)))
+    t, h, w = vision["image_grid_thw"][0].tolist()
+    assert h * w * 14 * 14 <= 28 * 28 * 2
+    settings = bounded.info().settings
+    assert settings["max_pixels"] == 28 * 28 * 2 and settings["max_image_side"] is None
+
+
+def test_chat_template_from_jinja_file_and_missing(tmp_path):
+    d = build_tiny("qwen2_vl", tmp_path / "jinja", chat_template_file="chat_template.jinja")
+    judge = QwenVLJudge(weights=d, max_new_tokens=2)
+    assert judge.chat_template == TEMPLATE
+    assert judge.judge(_request()).status in ("ok", "unparsable")
+
+    bare = build_tiny("qwen2_vl", tmp_path / "bare", chat_template_file=None)
+    with pytest.raises(MissingDependencyError, match="no chat template"):
+        QwenVLJudge(weights=bare)
+
+
+# -- parse / retry logic with scripted generations -----------------------------------
+
+
+class Script:
+    """Stands in for ``_run_model``: replays texts (or raises exceptions), records inputs."""
+
+    def __init__(self, judge, *items):
+        self.items = list(items)
+        self.prompts: list[str] = []
+        self.tokenizer = judge.tokenizer
+
+    def __call__(self, inputs):
+        self.prompts.append(self.tokenizer.decode(inputs["input_ids"][0].tolist()))
+        item = self.items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, tuple):
+            return judge_qwen._Reply(*item)
+        return judge_qwen._Reply(item, "stop")
+
+
+@pytest.fixture
+def scripted(tiny_dirs, monkeypatch):
+    def make(*items, **kw):
+        judge = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], **kw)
+        script = Script(judge, *items)
+        monkeypatch.setattr(judge, "_run_model", script)
+        return judge, script
+
+    return make
+
+
+def test_valid_json_first_time(scripted):
+    judge, script = scripted('{"present": true, "why": "top left"}')
+    result = judge.judge(_request())
+    assert result.status == "ok" and result.attempts == 1 and result.error is None
+    assert result.data == {"present": True, "why": "top left"}
+    assert result.raw == '{"present": true, "why": "top left"}'
+    assert judge.stats() == {
+        "requests": 1,
+        "calls": 1,
+        "retries": 0,
+        "format_retries": 0,
+        "ok": 1,
+        "unparsable": 0,
+        "errors": 0,
+    }
+    # one user turn: prompt text first, then the two images
+    prompt = script.prompts[0]
+    assert prompt.count("<|im_start|>user") == 1
+    assert prompt.index("Is the red cube visible?") < prompt.index("<|vision_start|>")
+    assert prompt.count("<|vision_start|>") == 2
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+
+def test_json_in_prose(scripted):
+    judge, _ = scripted('Sure! Here it is:\n```json\n{"present": false}\n```\nHope this helps.')
+    result = judge.judge(_request())
+    assert result.status == "ok" and result.data == {"present": False} and result.attempts == 1
+
+
+def test_broken_then_valid_replays_the_first_reply(scripted):
+    judge, script = scripted("I think the cube is there.", '{"present": true}')
+    result = judge.judge(_request())
+    assert result.status == "ok" and result.attempts == 2 and result.data == {"present": True}
+    assert result.raw == '{"present": true}'
+    stats = judge.stats()
+    assert stats["format_retries"] == 1 and stats["calls"] == 2 and stats["ok"] == 1
+    follow_up = script.prompts[1]
+    assert follow_up.count("<|vision_start|>") == 2  # the images are shown again
+    assert "<|im_start|>assistant\nI think the cube is there.<|im_end|>" in follow_up
+    assert JSON_ONLY_INSTRUCTION in follow_up
+    assert "no JSON object found in the reply" in follow_up
+    assert "It must contain the keys: present." in follow_up
+
+
+def test_missing_required_key_counts_as_unusable(scripted):
+    judge, script = scripted('{"visible": true}', '{"present": true}')
+    result = judge.judge(_request())
+    assert result.status == "ok" and result.attempts == 2
+    assert "lacks the required keys ['present']" in script.prompts[1]
+
+
+def test_broken_twice_is_unparsable_never_a_default(scripted):
+    judge, _ = scripted("maybe?", "still no json {")
+    result = judge.judge(_request())
+    assert result.status == "unparsable" and result.data is None and result.attempts == 2
+    assert result.raw == "still no json {"
+    assert "also after the JSON-only follow-up" in result.error
+    assert judge.stats()["unparsable"] == 1 and judge.stats()["format_retries"] == 1
+
+
+def test_empty_first_reply_is_not_replayed(scripted):
+    judge, script = scripted("", '{"present": false}')
+    result = judge.judge(_request())
+    assert result.status == "ok" and result.attempts == 2
+    follow_up = script.prompts[1]
+    assert follow_up.count("<|im_start|>user") == 1
+    assert "<|im_start|>assistant\n<|im_end|>" not in follow_up
+    assert "the reply was empty" in follow_up and JSON_ONLY_INSTRUCTION in follow_up
+
+
+def test_truncated_reply_says_so(scripted):
+    judge, _ = scripted(('{"present": tr', "length"), ('{"present": tr', "length"))
+    result = judge.judge(_request())
+    assert result.status == "unparsable"
+    assert "cut at max_new_tokens" in result.error
+
+
+def test_generation_error_is_an_error_result(scripted):
+    judge, _ = scripted(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    result = judge.judge(_request())
+    assert result.status == "error" and result.attempts == 1 and result.raw == ""
+    assert result.data is None
+    assert result.error == "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert judge.stats()["errors"] == 1 and judge.stats()["calls"] == 1
+
+
+def test_error_in_follow_up_keeps_the_first_reply(scripted):
+    judge, _ = scripted("no json", RuntimeError("boom"))
+    result = judge.judge(_request())
+    assert result.status == "unparsable" and result.attempts == 2
+    assert result.raw == "no json"
+    assert "the JSON-only follow-up got no answer: RuntimeError: boom" in result.error
+
+
+def test_request_without_images(scripted):
+    judge, script = scripted('{"a": 1}')
+    result = judge.judge(_request(images=(), required_keys=("a",)))
+    assert result.status == "ok" and "<|vision_start|>" not in script.prompts[0]
+
+
+# -- misconfiguration raises, with a clear message -----------------------------------
+
+
+def test_missing_weights_dir(tmp_path):
+    with pytest.raises(MissingDependencyError, match=r"weights '.*nowhere' not found"):
+        QwenVLJudge(weights=tmp_path / "nowhere")
+
+
+def test_generic_backend_needs_weights():
+    with pytest.raises(MissingDependencyError, match="no weights given"):
+        QwenVLJudge()
+
+
+def test_hub_id_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("VIDMEM_MODEL_DIR", raising=False)
+    with pytest.raises(MissingDependencyError, match="Qwen/Qwen2.5-VL-7B-Instruct' not found"):
+        Qwen25VL7BJudge()
+
+
+def test_hub_style_processor_config(tiny_dirs, tmp_path):
+    """Qwen2-VL's hub file gives the bounds as top-level ``min_pixels``/``max_pixels``."""
+    import shutil
+
+    d = tmp_path / "hubstyle"
+    shutil.copytree(tiny_dirs["qwen2_vl"], d)
+    config = json.loads((d / "preprocessor_config.json").read_text())
+    config.pop("size")
+    config.update(min_pixels=3136, max_pixels=12845056)
+    (d / "preprocessor_config.json").write_text(json.dumps(config))
+    settings = QwenVLJudge(weights=d).info().settings
+    assert (settings["min_pixels"], settings["max_pixels"]) == (3136, 12845056)
+    settings = QwenVLJudge(weights=d, max_pixels=200_000).info().settings
+    assert (settings["min_pixels"], settings["max_pixels"]) == (3136, 200_000)
+
+
+def test_weights_dir_without_processor_config(tiny_dirs, tmp_path):
+    import shutil
+
+    d = tmp_path / "noproc"
+    shutil.copytree(tiny_dirs["qwen2_vl"], d)
+    (d / "preprocessor_config.json").unlink()
+    with pytest.raises(MissingDependencyError, match="no preprocessor_config.json"):
+        QwenVLJudge(weights=d)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1"),
+        ({"max_image_side": 2.5}, "max_image_side must be an integer >= 1 or None"),
+        ({"min_pixels": 5000, "max_pixels": 100}, "min_pixels .* is larger than max_pixels"),
+        ({"repetition_penalty": 0}, "repetition_penalty must be a number > 0"),
+    ],
+)
+def test_bad_settings(tiny_dirs, kwargs, match):
+    with pytest.raises(UserInputError, match=match):
+        QwenVLJudge(weights=tiny_dirs["qwen2_vl"], **kwargs)
+
+
+def test_bad_requests_raise(scripted):
+    judge, _ = scripted()
+    with pytest.raises(UserInputError, match="the prompt is empty"):
+        judge.judge(_request(prompt="  "))
+    with pytest.raises(UserInputError, match=r"image 0 must be uint8 \(H, W, 3\)"):
+        judge.judge(_request(images=(np.zeros((8, 8), np.float32),)))
+    with pytest.raises(UserInputError, match="image placeholder"):
+        judge.judge(_request(prompt="look at <|image_pad|> this", images=()))
+    assert judge.stats()["requests"] == 0
