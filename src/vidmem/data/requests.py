@@ -1,0 +1,115 @@
+"""Generation requests and results: what a benchmark asks a video generator for.
+
+Requests are plain data (paths, strings, numbers) so that they can be written to a
+manifest, handed to another process or another machine, hashed for the run store and
+replayed. A generator never sees benchmark truth: only the context video and/or
+reference images and the prompt that the protocol lets a system see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from vidmem.errors import UserInputError
+
+
+@dataclass(frozen=True)
+class ReferenceImage:
+    """An image a memory policy retrieved for the generator to condition on.
+
+    Attributes:
+        path: PNG/JPEG file on disk.
+        source_time_seconds: where it came from in the source video, if known.
+        source: which earlier clip or segment it came from (e.g. ``seg_003``).
+    """
+
+    path: str
+    source_time_seconds: float | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One video to generate.
+
+    Attributes:
+        request_id: the benchmark's id (task id, segment id...); names the output.
+        benchmark: benchmark name, e.g. ``cmbench``.
+        prompt: the text instruction, exactly as the protocol lets a system see it.
+        out_path: where the generator must write its MP4.
+        context_video: a video to continue (CMBench), or ``None``.
+        start_image: a first frame to start from (memory loop), or ``None``.
+        references: retrieved reference images (VMem-Bench Track-B), in rank order.
+        duration_seconds, fps, width, height: the requested output format; a generator
+            that cannot honour them writes what it can and the scorer reads the real
+            values from the file.
+        seed: the generation seed.
+        extras: benchmark-specific plain data (e.g. a camera trajectory).
+    """
+
+    request_id: str
+    benchmark: str
+    prompt: str
+    out_path: str
+    context_video: str | None = None
+    start_image: str | None = None
+    references: tuple[ReferenceImage, ...] = ()
+    duration_seconds: float | None = None
+    fps: float | None = None
+    width: int | None = None
+    height: int | None = None
+    seed: int = 0
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["references"] = [asdict(r) for r in self.references]
+        data["extras"] = dict(self.extras)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "request") -> GenerationRequest:
+        """Build a request from manifest data, naming the bad field on error."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserInputError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+        for required in ("request_id", "benchmark", "prompt", "out_path"):
+            if not isinstance(data.get(required), str) or not data.get(required):
+                raise UserInputError(f"{where}: field '{required}' must be a non-empty string")
+        refs = data.get("references") or ()
+        try:
+            references = tuple(ReferenceImage(**r) for r in refs)
+        except TypeError as exc:
+            raise UserInputError(f"{where}: bad 'references' entry: {exc}") from None
+        return cls(**{**dict(data), "references": references, "extras": dict(data.get("extras") or {})})
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """What came back from one request.
+
+    Attributes:
+        request_id: the request's id.
+        status: ``ok`` when a readable video was written, else ``error``.
+        video_path: the written video (``None`` on error).
+        seconds: wall-clock generation time in seconds, as measured by the adapter.
+        error: what went wrong, naming the request and the fix where possible.
+        log_path: an optional log the generator wrote (e.g. a KV-cache log).
+        extras: anything else the generator reports (plain data).
+    """
+
+    request_id: str
+    status: Literal["ok", "error"]
+    video_path: str | None
+    seconds: float
+    error: str | None = None
+    log_path: str | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["extras"] = dict(self.extras)
+        return data
