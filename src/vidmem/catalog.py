@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def declare(benchmarks: Registry, backends: Registry, generators: Registry, policies: Registry) -> None:
     planned = "planned"
-    benchmarks.add("cmbench", None, "CMBench: recall of a target seen earlier in a one-minute context", status=planned)
+    benchmarks.add("cmbench", "vidmem.runners.cmbench", "CMBench: recall of a target seen earlier in a one-minute context")
     benchmarks.add("memory_loop", None, "Memory loop: revisit fidelity and the Memory Half-Life fit", status=planned)
     benchmarks.add("vmem_track_a", None, "VMem-Bench Track-A: which references a memory policy retrieves", status=planned)
     benchmarks.add("vmem_track_b", None, "VMem-Bench Track-B: closed-loop story generation with memory policies", status=planned)

@@ -6,18 +6,18 @@ one message and exit non-zero; a traceback is shown only with ``--debug``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from vidmem import __version__
+from vidmem.cli import cmbench as _cmbench_cli
+from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.groups import BenchmarkGroup
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.registry import REGISTRIES, unknown_name_message
@@ -32,8 +32,8 @@ app = typer.Typer(
 models_app = typer.Typer(help="List and fetch model weights.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 
-out = Console()
-err = Console(stderr=True)
+out = console
+err = err_console
 
 
 class _State:
@@ -42,12 +42,7 @@ class _State:
 
 STATE = _State()
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables.")]
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+_print_json = print_json
 
 
 def _version_callback(value: bool) -> None:
@@ -182,6 +177,7 @@ app.add_typer(run_app, name="run")
 app.add_typer(score_app, name="score")
 app.add_typer(requests_app, name="requests")
 app.add_typer(validate_app, name="validate")
+_cmbench_cli.register(run_app, score_app, requests_app, validate_app)
 
 
 @app.command()

@@ -80,17 +80,16 @@ def task_score(similarities: np.ndarray | Sequence[Sequence[float | None]]) -> T
     return TaskScore(float(table[ref, frame]), int(frame), int(ref), n_frames, n_detected)
 
 
-def group_means(rows: Iterable[Mapping[str, object]], keys: Sequence[str], value: str = "score") -> dict[tuple, dict]:
-    """Mean of ``value`` per combination of ``keys`` (e.g. ``type`` x ``task_type``).
+def group_scores(rows: Iterable[Mapping[str, object]], keys: Sequence[str], value: str = "score") -> dict[tuple, list[float]]:
+    """Values of ``value`` per combination of ``keys`` (e.g. ``type`` x ``task_type``), sorted by key.
 
     Example:
         >>> rows = [{"type": "synthetic", "score": 0.5}, {"type": "synthetic", "score": 0.7},
         ...         {"type": "real", "score": 0.1}]
-        >>> g = group_means(rows, ["type"])
-        >>> round(g[("synthetic",)]["mean"], 3), g[("real",)]["n"]
-        (0.6, 1)
+        >>> group_scores(rows, ["type"])
+        {('real',): [0.1], ('synthetic',): [0.5, 0.7]}
     """
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         groups.setdefault(tuple(row[k] for k in keys), []).append(float(row[value]))  # type: ignore[arg-type]
-    return {k: {"mean": float(np.mean(v)), "n": len(v)} for k, v in sorted(groups.items())}
+    return dict(sorted(groups.items()))
