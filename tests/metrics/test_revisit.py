@@ -1,0 +1,400 @@
+"""Revisit pairing on hand-made camera tracks, the 24-pair cap, the return gate."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import vidmem.metrics.revisit as revisit_mod
+from vidmem.errors import UserInputError
+from vidmem.metrics.revisit import (
+    ReturnGate,
+    RevisitPair,
+    planned_pairs,
+    pose_distance_matrix,
+    return_gate,
+    revisit_pairs,
+    spread_by_gap,
+)
+
+NO_CAP = 10**6
+
+
+def _yaw(deg):
+    """Rotation matrices about +y for an array of angles in degrees, shape (N, 3, 3)."""
+    r = np.radians(np.asarray(deg, dtype=float))
+    c, s = np.cos(r), np.sin(r)
+    m = np.zeros(r.shape + (3, 3))
+    m[..., 0, 0], m[..., 0, 2], m[..., 1, 1] = c, s, 1.0
+    m[..., 2, 0], m[..., 2, 2] = -s, c
+    return m
+
+
+def _track(yaw_deg=None, positions=None):
+    n = len(yaw_deg) if yaw_deg is not None else len(positions)
+    poses = np.tile(np.eye(4), (n, 1, 1))
+    if yaw_deg is not None:
+        poses[:, :3, :3] = _yaw(yaw_deg)
+    if positions is not None:
+        poses[:, :3, 3] = positions
+    return poses
+
+
+def _out_and_back(peak, n_half=50):
+    """0 -> peak -> 0 in 2 * n_half steps: 2 * n_half + 1 frames."""
+    k = np.arange(2 * n_half + 1)
+    return peak * np.minimum(k, 2 * n_half - k) / n_half
+
+
+def _as_tuples(pairs):
+    return [(p.i, p.j) for p in pairs]
+
+
+# Expected pairs of the 0 -> 180 deg -> 0 yaw (3.6 deg per frame, 10 fps, 101 frames):
+# frame j at angle theta_j pairs with an earlier frame within 27 deg (0.15) whose view
+# the camera left by >= 81 deg (0.45), i.e. an outbound frame at <= 99 deg.
+# j >= 73 (<= 97.2 deg): the mirrored frame 100 - j at distance 0.
+# 66 <= j <= 72: the mirror is at > 99 deg (excursion < 0.45), so the nearest frame
+# that passes is 27 (97.2 deg). j <= 65 (>= 126 deg): nothing within 27 deg passes.
+YAW_EXPECTED = [(27, j) for j in range(66, 73)] + [(100 - j, j) for j in range(73, 101)]
+
+
+def test_yaw_out_and_back_pairs_mirror_frames():
+    poses = _track(yaw_deg=_out_and_back(180.0))
+    pairs = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    assert sorted(_as_tuples(pairs), key=lambda t: t[1]) == YAW_EXPECTED
+    by_j = {p.j: p for p in pairs}
+    # Hand checks: frame 100 (back at 0 deg) sees frame 0; the camera went 180 deg away.
+    p = by_j[100]
+    assert (p.i, p.gap_seconds) == (0, 10.0)
+    assert p.distance == pytest.approx(0.0, abs=1e-7)
+    assert p.excursion == pytest.approx(1.0)
+    # Frame 80 (72 deg) sees frame 20 (72 deg); farthest in between is 180 deg: 108/180.
+    p = by_j[80]
+    assert (p.i, p.gap_seconds) == (20, 6.0)
+    assert p.excursion == pytest.approx(0.6)
+    # Frame 73 (97.2 deg): the last mirrored pair, excursion 82.8 / 180 = 0.46.
+    assert (by_j[73].i, by_j[73].gap_seconds) == (27, 4.6)
+    assert by_j[73].excursion == pytest.approx(0.46)
+    # Frame 70 (108 deg): mirror 30 fails the excursion (72 / 180 = 0.4); frame 27 at
+    # 10.8 deg away (0.06) is the nearest that passes.
+    assert by_j[70].i == 27
+    assert by_j[70].distance == pytest.approx(0.06)
+    assert all(p.distance <= 0.15 + 1e-9 and p.excursion >= 0.45 - 1e-9 for p in pairs)
+
+
+def test_yaw_default_cap_keeps_shortest_and_longest():
+    poses = _track(yaw_deg=_out_and_back(180.0))
+    full = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    capped = revisit_pairs(poses, fps=10.0)
+    assert len(full) == 35 and len(capped) == 24
+    assert set(capped) <= set(full)
+    gaps = [p.gap_seconds for p in capped]
+    assert gaps == sorted(gaps)
+    assert gaps[0] == min(p.gap_seconds for p in full) == pytest.approx(3.9)  # (27, 66)
+    assert gaps[-1] == max(p.gap_seconds for p in full) == 10.0  # (0, 100)
+
+
+def test_dolly_out_and_back_matches_yaw_structure():
+    # 0 -> 10 -> 0 units along z: distance per frame 0.2 / 10 = 0.02, as for the yaw.
+    z = _out_and_back(10.0)
+    poses = _track(positions=np.c_[np.zeros_like(z), np.zeros_like(z), z])
+    pairs = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    assert sorted(_as_tuples(pairs), key=lambda t: t[1]) == YAW_EXPECTED
+    # rotation plays no part: the weight does not change anything
+    assert revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP, rotation_weight=5.0) == pairs
+
+
+def test_square_pairs_only_the_return_to_start():
+    # Unit square, 20 frames per side at 10 fps: (0,0)->(1,0)->(1,1)->(0,1)->(0,0).
+    s = np.linspace(0.0, 1.0, 21)[:-1]
+    xy = np.concatenate(
+        [np.c_[s, 0 * s], np.c_[1 + 0 * s, s], np.c_[1 - s, 1 + 0 * s], np.c_[0 * s, 1 - s]]
+    )
+    xy = np.vstack([xy, [0.0, 0.0]])  # 81 frames
+    poses = _track(positions=np.c_[xy[:, 0], np.zeros(len(xy)), xy[:, 1]])
+    pairs = revisit_pairs(poses, fps=10.0)
+    # Largest departure is the far corner, sqrt(2); 0.15 * sqrt(2) = 0.21 units.
+    # Frames 76..80 are within 0.2 units of frame 0, which beats any other frame.
+    assert _as_tuples(pairs) == [(0, j) for j in range(76, 81)]
+    p = pairs[0]
+    assert p.gap_seconds == pytest.approx(7.6)
+    assert p.distance == pytest.approx(0.2 / np.sqrt(2))
+    assert p.excursion == pytest.approx(1.0)
+
+
+def test_static_camera_has_no_pairs():
+    assert revisit_pairs(np.tile(np.eye(4), (60, 1, 1)), fps=10.0) == []
+
+
+def test_wiggle_under_the_excursion_threshold_has_no_pairs():
+    t = np.arange(100) / 10.0
+    poses = _track(yaw_deg=20.0 * np.sin(2 * np.pi * t / 2.0))  # at most 40 deg apart
+    assert revisit_pairs(poses, fps=10.0) == []
+    # The same wiggle at 45 deg amplitude (90 deg apart = 0.5) does pair.
+    assert revisit_pairs(_track(yaw_deg=45.0 * np.sin(2 * np.pi * t / 2.0)), fps=10.0)
+
+
+def test_min_gap_is_respected():
+    # Out to 90 deg and back in 0.6 s, then 2.4 s still at the start view.
+    yaw = np.r_[0, 30, 60, 90, 60, 30, np.zeros(24)]
+    poses = _track(yaw_deg=yaw)
+    pairs = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    assert all(p.gap_seconds >= 1.0 for p in pairs)
+    # Frames 6..9 are back at the start, but less than 1 s after frame 0.
+    assert _as_tuples(pairs) == [(0, j) for j in range(10, 30)]
+    short = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP, min_gap_seconds=0.5)
+    assert _as_tuples(short)[:1] == [(0, 6)] and short[0].gap_seconds == pytest.approx(0.6)
+
+
+def test_gap_uses_native_fps():
+    poses = _track(yaw_deg=_out_and_back(180.0))
+    pairs = revisit_pairs(poses, fps=25.0, max_pairs=NO_CAP)
+    assert sorted(_as_tuples(pairs), key=lambda t: t[1]) == YAW_EXPECTED
+    assert all(p.gap_seconds == pytest.approx((p.j - p.i) / 25.0) for p in pairs)
+
+
+def test_exact_tie_goes_to_the_latest_frame():
+    # Five identical start frames, out to 180 deg and back to exactly the start view.
+    yaw = np.r_[np.zeros(4), _out_and_back(180.0, n_half=20)]
+    pairs = revisit_pairs(_track(yaw_deg=yaw), fps=10.0, max_pairs=NO_CAP)
+    last = max(pairs, key=lambda p: p.j)
+    assert (last.i, last.j) == (4, len(yaw) - 1)  # frames 0..4 tie at distance 0
+    assert last.gap_seconds == pytest.approx(4.0)
+
+
+def test_blocked_computation_matches_one_block(monkeypatch):
+    t = np.arange(300) / 10.0
+    yaw = 150.0 * np.sin(2 * np.pi * t / 12.0) ** 2  # two out-and-back loops
+    pos = np.c_[np.sin(t / 5.0), 0 * t, np.zeros_like(t)]
+    poses = _track(yaw_deg=yaw, positions=pos)
+    one = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    monkeypatch.setattr(revisit_mod, "_BLOCK_ENTRIES", 7 * 300)  # 7 rows per block
+    many = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    assert many == one and len(one) > 24
+    assert np.allclose(pose_distance_matrix(poses), pose_distance_matrix(poses).T)
+
+
+def test_long_track_cap_spread_and_speed():
+    # 0 -> 180 -> 0 over 200 s at 10 fps: 2001 frames, hundreds of raw pairs.
+    poses = _track(yaw_deg=_out_and_back(180.0, n_half=1000))
+    start = time.perf_counter()
+    full = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    capped = revisit_pairs(poses, fps=10.0)
+    assert time.perf_counter() - start < 10.0
+    assert len(full) > 300 and len(capped) == 24
+    assert capped[0].gap_seconds == min(p.gap_seconds for p in full)
+    assert capped[-1].gap_seconds == max(p.gap_seconds for p in full)
+
+
+# ---------------------------------------------------------------- the cap rule
+
+
+def _pairs_with_gaps(gaps):
+    return [RevisitPair(0, k, float(g), 0.0, 0.5) for k, g in enumerate(gaps, start=1)]
+
+
+def test_spread_uniform_gaps_hits_equal_width_targets():
+    pairs = _pairs_with_gaps(np.arange(1, 101))  # gaps 1..100 s
+    kept = spread_by_gap(pairs, 24)
+    gaps = [p.gap_seconds for p in kept]
+    assert len(kept) == 24 and gaps[0] == 1.0 and gaps[-1] == 100.0
+    targets = 1 + 99 * np.arange(1, 23) / 23
+    assert gaps[1:-1] == [float(round(t)) for t in targets]
+    # 24 equal-width buckets centred on the 24 evenly spaced points: one kept gap each
+    w = 99 / 23
+    counts = np.histogram(gaps, bins=1.0 + (np.arange(25) - 0.5) * w)[0]
+    assert counts.tolist() == [1] * 24
+
+
+def test_spread_keeps_rare_long_gaps():
+    short = np.linspace(1.0, 2.0, 60)
+    long = [50.0, 51.0, 52.0, 53.0, 54.0]
+    kept = spread_by_gap(_pairs_with_gaps(list(short) + long), 24)
+    gaps = [p.gap_seconds for p in kept]
+    assert len(kept) == 24 and gaps[0] == 1.0 and gaps[-1] == 54.0
+    assert set(long) <= set(gaps)
+
+
+def test_spread_small_lists_unchanged_and_sorted():
+    pairs = _pairs_with_gaps([5.0, 1.0, 3.0])
+    assert [p.gap_seconds for p in spread_by_gap(pairs)] == [1.0, 3.0, 5.0]
+    assert spread_by_gap([]) == []
+
+
+def test_spread_equal_gaps_tie_break_by_j():
+    pairs = _pairs_with_gaps([2.0] * 10)
+    kept = spread_by_gap(pairs, 4)
+    assert [p.j for p in kept] == [1, 2, 3, 10]
+
+
+# ---------------------------------------------------------------- planned pairs
+
+
+def test_planned_pairs_dense_equals_measured():
+    poses = _track(yaw_deg=_out_and_back(180.0))
+    assert planned_pairs(poses, fps=10.0) == revisit_pairs(poses, fps=10.0)
+    assert planned_pairs(poses.tolist(), fps=10.0) == revisit_pairs(poses, fps=10.0)
+
+
+def test_planned_pairs_sparse_schedule_uses_native_indices():
+    poses = _track(yaw_deg=_out_and_back(180.0))
+    idx = list(range(0, 101, 4))  # every 4th frame planned
+    schedule = [(k, poses[k]) for k in idx]
+    pairs = planned_pairs(schedule, fps=10.0, max_pairs=NO_CAP)
+    assert pairs and all(p.i in idx and p.j in idx for p in pairs)
+    last = max(pairs, key=lambda p: p.j)
+    assert (last.i, last.j, last.gap_seconds) == (0, 100, 10.0)
+    assert planned_pairs([], fps=10.0) == []
+
+
+@pytest.mark.parametrize(
+    ("schedule", "match"),
+    [
+        ([(0, np.eye(4)), (0, np.eye(4))], "must increase strictly"),
+        ([(5, np.eye(4)), (2, np.eye(4))], "must increase strictly"),
+        ([(-1, np.eye(4)), (2, np.eye(4))], "expected an int >= 0"),
+        ([(0, np.eye(4)), "x"], "must be \\(frame_index, pose\\)"),
+        ("plan", "schedule must be"),
+    ],
+)
+def test_planned_pairs_rejects_bad_schedules(schedule, match):
+    with pytest.raises(UserInputError, match=match):
+        planned_pairs(schedule, fps=10.0)
+
+
+# ---------------------------------------------------------------- return gate
+
+
+def test_return_gate():
+    out_back = return_gate(_track(yaw_deg=_out_and_back(180.0)))
+    assert out_back == ReturnGate(True, True, pytest.approx(1.0), pytest.approx(0.0, abs=1e-7))
+    assert out_back.passed
+    away = return_gate(_track(yaw_deg=np.linspace(0.0, 180.0, 50)))
+    assert (away.departed, away.returned, away.passed) == (True, False, False)
+    static = return_gate(np.tile(np.eye(4), (10, 1, 1)))
+    assert (static.departed, static.returned, static.passed) == (False, True, False)
+    small = return_gate(_track(yaw_deg=_out_and_back(60.0)))  # 60 / 180 < 0.45
+    assert not small.departed and small.max_departure == pytest.approx(1 / 3)
+
+
+def test_return_gate_empty_raises():
+    with pytest.raises(UserInputError, match="pose track is empty"):
+        return_gate(np.zeros((0, 4, 4)))
+
+
+# ---------------------------------------------------------------- distances and input
+
+
+def test_distance_terms():
+    poses = _track(yaw_deg=[0.0, 90.0, 0.0], positions=[[0, 0, 0], [0, 0, 0], [3, 4, 0]])
+    d = pose_distance_matrix(poses)
+    assert d.dtype == np.float32 and d.shape == (3, 3)
+    # 0-1: pure 90 deg turn; 0-2: 5 units, the whole departure; 1-2: both.
+    np.testing.assert_allclose(d, [[0, 0.5, 1.0], [0.5, 0, 1.5], [1.0, 1.5, 0]], atol=1e-6)
+    d2 = pose_distance_matrix(poses, rotation_weight=2.0)
+    assert d2[0, 1] == pytest.approx(1.0) and d2[0, 2] == pytest.approx(1.0)
+
+
+def test_pure_rotation_has_no_translation_term():
+    poses = _track(yaw_deg=[0.0, 45.0], positions=[[1.0, 2.0, 3.0], [1.0, 2.0, 3.0 + 1e-12]])
+    assert pose_distance_matrix(poses)[0, 1] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    ("poses", "match"),
+    [
+        (np.zeros((3, 3, 3)), r"shape \(N, 4, 4\)"),
+        (np.tile(np.eye(4), (3, 1, 1)) * np.array([1, 1, np.nan, 1])[None, :, None], "frame 0"),
+        (np.tile(2 * np.eye(4), (3, 1, 1)), "not a rotation"),
+        (np.tile(np.diag([1.0, 1.0, -1.0, 1.0]), (3, 1, 1)), "not a rotation"),
+        ("poses", "could not read them"),
+    ],
+)
+def test_bad_poses_raise(poses, match):
+    with pytest.raises(UserInputError, match=match):
+        revisit_pairs(poses, fps=10.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"fps": 0.0}, "fps must be a finite number > 0"),
+        ({"fps": float("nan")}, "fps must be"),
+        ({"fps": 10.0, "max_pairs": 1}, "max_pairs must be an int >= 2"),
+        ({"fps": 10.0, "threshold": -0.1}, "threshold must be"),
+        ({"fps": 10.0, "rotation_weight": -1.0}, "rotation_weight must be"),
+    ],
+)
+def test_bad_settings_raise(kwargs, match):
+    with pytest.raises(UserInputError, match=match):
+        revisit_pairs(np.tile(np.eye(4), (3, 1, 1)), **kwargs)
+
+
+def test_tiny_tracks():
+    assert revisit_pairs(np.zeros((0, 4, 4)), fps=10.0) == []
+    assert revisit_pairs(np.eye(4)[None], fps=10.0) == []
+    assert pose_distance_matrix(np.zeros((0, 4, 4))).shape == (0, 0)
+
+
+def _brute_force_pairs(poses, fps, thr=0.15, factor=3.0, min_gap=1.0):
+    """The pairing rule written as plain loops, with independently computed distances."""
+    from scipy.spatial.transform import Rotation
+
+    n = len(poses)
+    t = poses[:, :3, 3]
+    scale = max(np.linalg.norm(t[k] - t[0]) for k in range(n))
+    rot = Rotation.from_matrix(poses[:, :3, :3])
+
+    def dist(a, b):
+        trans = np.linalg.norm(t[a] - t[b]) / scale if scale > 1e-9 else 0.0
+        return trans + np.degrees((rot[a].inv() * rot[b]).magnitude()) / 180.0
+
+    d = np.array([[dist(a, b) for b in range(n)] for a in range(n)])
+    out = []
+    for j in range(n):
+        cands = [
+            i
+            for i in range(j)
+            if (j - i) / fps >= min_gap
+            and d[i, j] <= thr
+            and max(d[i, i + 1 : j], default=0.0) >= factor * thr
+        ]
+        if cands:
+            low = min(d[i, j] for i in cands)
+            out.append((max(i for i in cands if d[i, j] <= low + 1e-9), j))  # latest tie
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_vectorised_rule_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = 70
+    # Wandering back and forth in yaw and position, so that views recur.
+    yaw = 100.0 * np.sin(np.cumsum(rng.uniform(0.0, 0.35, n)))
+    pos = np.sin(np.cumsum(rng.uniform(0.0, 0.35, (n, 3)), axis=0))
+    poses = _track(yaw_deg=yaw, positions=pos)
+    expected = _brute_force_pairs(poses, 10.0)
+    assert len(expected) >= 5
+    got = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    assert sorted(_as_tuples(got), key=lambda t: t[1]) == expected
+
+
+@pytest.mark.parametrize(("offset_deg", "expected_i"), [(1e-8, 40), (1e-3, 0)])
+def test_near_ties_within_1e9_go_to_the_latest(offset_deg, expected_i):
+    # Out to 180 deg and back twice; the first return (frame 40) is offset_deg off the
+    # start view, the final frame (80) is exactly on it. 1e-8 deg is 5.6e-11 in
+    # distance: a tie, so the latest (40) wins; 1e-3 deg (5.6e-6) is not: frame 0 wins.
+    yaw = np.r_[_out_and_back(180.0, n_half=20), _out_and_back(180.0, n_half=20)[1:]]
+    yaw[40] = offset_deg
+    pairs = revisit_pairs(_track(yaw_deg=yaw), fps=10.0, max_pairs=NO_CAP)
+    last = max(pairs, key=lambda p: p.j)
+    assert (last.i, last.j) == (expected_i, 80)
+
+
+def test_equal_rotations_have_exactly_zero_distance():
+    poses = _track(yaw_deg=[33.3, 47.0, 33.3, 47.0])
+    d = pose_distance_matrix(poses)
+    assert d[0, 2] == 0.0 and d[1, 3] == 0.0 and np.all(np.diag(d) == 0.0)
