@@ -7,13 +7,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from vidmem.metrics.kv_log import KVLog, parse_kv_log
 from vidmem.metrics.kv_pruning import (
-    KVLog,
     KVLogError,
     KVRow,
     fps,
     mean_pruning_ratio,
-    parse_kv_log,
     pooled_pruning_ratio,
     pruning_ratio,
     speedup,

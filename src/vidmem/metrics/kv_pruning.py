@@ -4,9 +4,11 @@ A generator that compresses its historical key-value (KV) cache reports, for eve
 generated chunk ``i``, layer ``l`` and attention head ``h``, how many historical KV
 token positions that head could attend to (``k_visible``) and how many it would have
 seen with the full history kept (``k_full``). The row format is described in
-``docs/kv_log_format.md``; this module validates rows that have already been read
-(reading the file is the job of ``vidmem.data.benchmarks.cmbench_data.read_kv_log``)
-and turns them into numbers.
+``docs/kv_log_format.md``; :mod:`vidmem.metrics.kv_log` validates rows that have
+already been read (reading the file is the job of
+``vidmem.data.benchmarks.cmbench_data.read_kv_log``) and this module turns them into
+numbers. :class:`KVLog`, :class:`KVTiming` and :func:`parse_kv_log` are importable from
+here as well.
 
 Definitions (CMBench card):
 
@@ -30,19 +32,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "KVLog",
     "KVLogError",
     "KVRow",
-    "KVTiming",
     "fps",
     "mean_pruning_ratio",
-    "parse_kv_log",
     "pooled_pruning_ratio",
     "pruning_ratio",
     "speedup",
@@ -51,9 +50,8 @@ __all__ = [
 #: At most this many problems are spelled out in a :class:`KVLogError` message.
 MAX_LISTED_PROBLEMS = 20
 
-_KV_REQUIRED = ("task_id", "chunk", "layer", "k_visible", "k_full", "current")
-_TIMING_REQUIRED = ("task_id", "continuation_seconds", "continuation_frames")
-_KNOWN_EVENTS = ("timing",)
+# The log records and their parser live in kv_log (built on the functions here); KVRow and
+# KVLogError stay here because pooled_pruning_ratio takes KVRow rows.
 
 
 class KVLogError(ValueError):
@@ -102,181 +100,15 @@ class KVRow:
     line: int | None = None
 
 
-@dataclass(frozen=True)
-class KVTiming:
-    """Continuation timing of one task.
-
-    Attributes:
-        task_id: the benchmark task.
-        continuation_seconds: wall-clock seconds spent generating the continuation,
-            context-prefix processing excluded.
-        continuation_frames: decoded frames of the continuation.
-        context_prefix_seconds: seconds spent encoding the context (prefilling the KV
-            cache), reported for information and never part of FPS; ``None`` if absent.
-        line: 1-based line number in the log file, when known.
-    """
-
-    task_id: str
-    continuation_seconds: float
-    continuation_frames: int
-    context_prefix_seconds: float | None = None
-    line: int | None = None
-
-    @property
-    def fps(self) -> float | None:
-        """Continuation frames per second (``None`` when no time was recorded).
-
-        Example:
-            >>> KVTiming("t", continuation_seconds=2.0, continuation_frames=33).fps
-            16.5
-        """
-        return fps(self.continuation_frames, self.continuation_seconds)
-
-
-@dataclass(frozen=True)
-class KVLog:
-    """A validated KV log: count rows plus per-task timing.
-
-    Attributes:
-        rows: every count row, in log order.
-        timings: the timing row of each task that has one, by task id.
-        source: where the rows came from (a file path or a label), for messages.
-    """
-
-    rows: tuple[KVRow, ...]
-    timings: Mapping[str, KVTiming] = field(default_factory=dict)
-    source: str = "kv log"
-
-    @property
-    def task_ids(self) -> tuple[str, ...]:
-        """Task ids in order of first appearance (count rows, then timing-only tasks).
-
-        Example:
-            >>> log = parse_kv_log([
-            ...     {"task_id": "b", "event": "timing", "continuation_seconds": 1.0,
-            ...      "continuation_frames": 8},
-            ...     {"task_id": "a", "chunk": 0, "layer": 0, "k_visible": 1, "k_full": 2,
-            ...      "current": False},
-            ... ])
-            >>> log.task_ids
-            ('a', 'b')
-        """
-        seen = dict.fromkeys(r.task_id for r in self.rows)
-        seen.update(dict.fromkeys(self.timings))
-        return tuple(seen)
-
-    def rows_for(self, task_id: str) -> tuple[KVRow, ...]:
-        """The count rows of one task, in log order.
-
-        Example:
-            >>> log = parse_kv_log([
-            ...     {"task_id": "a", "chunk": 0, "layer": 0, "k_visible": 1, "k_full": 2,
-            ...      "current": False},
-            ...     {"task_id": "b", "chunk": 0, "layer": 0, "k_visible": 2, "k_full": 2,
-            ...      "current": False},
-            ... ])
-            >>> [(r.task_id, r.k_visible, r.line) for r in log.rows_for("b")]
-            [('b', 2, 2)]
-        """
-        return tuple(r for r in self.rows if r.task_id == task_id)
-
-    def pruning_ratios(self) -> dict[str, float | None]:
-        """Per-task PR for every task with count rows (see :func:`pruning_ratio`).
-
-        Example:
-            >>> log = parse_kv_log([
-            ...     {"task_id": "a", "chunk": 0, "layer": 0, "k_visible": 3, "k_full": 4,
-            ...      "current": False},
-            ...     {"task_id": "b", "chunk": 0, "layer": 0, "k_visible": 0, "k_full": 0,
-            ...      "current": False},
-            ... ])
-            >>> log.pruning_ratios()
-            {'a': 0.25, 'b': None}
-        """
-        by_task: dict[str, list[KVRow]] = {}
-        for r in self.rows:
-            by_task.setdefault(r.task_id, []).append(r)
-        return {task: _rows_ratio(rows) for task, rows in by_task.items()}
-
-    def mean_pruning_ratio(self) -> float | None:
-        """Headline PR: mean of the per-task PR values (:func:`mean_pruning_ratio`).
-
-        Example:
-            >>> log = parse_kv_log([
-            ...     {"task_id": "small", "chunk": 1, "layer": 0, "k_visible": 0,
-            ...      "k_full": 10, "current": False},
-            ...     {"task_id": "large", "chunk": 1, "layer": 0, "k_visible": 900,
-            ...      "k_full": 1000, "current": False},
-            ... ])
-            >>> round(log.mean_pruning_ratio(), 6), round(log.pooled_pruning_ratio(), 6)
-            (0.55, 0.108911)
-        """
-        return mean_pruning_ratio(self.pruning_ratios())
-
-    def pooled_pruning_ratio(self) -> float | None:
-        """Secondary PR over all rows of all tasks (:func:`pooled_pruning_ratio`).
-
-        Example:
-            >>> log = parse_kv_log([
-            ...     {"task_id": "a", "chunk": 1, "layer": 0, "k_visible": 1, "k_full": 4,
-            ...      "current": False},
-            ...     {"task_id": "b", "chunk": 1, "layer": 0, "k_visible": 3, "k_full": 4,
-            ...      "current": False},
-            ... ])
-            >>> log.pooled_pruning_ratio()  # 1 - (1 + 3) / (4 + 4)
-            0.5
-        """
-        return pooled_pruning_ratio(self.rows)
-
-    def fps_by_task(self) -> dict[str, float | None]:
-        """Continuation FPS of each task that has a timing row.
-
-        Example:
-            >>> log = parse_kv_log([
-            ...     {"task_id": "a", "event": "timing", "continuation_seconds": 2.0,
-            ...      "continuation_frames": 40},
-            ... ])
-            >>> log.fps_by_task()
-            {'a': 20.0}
-        """
-        return {task: t.fps for task, t in self.timings.items()}
-
-    def fps(self, task_ids: Iterable[str] | None = None) -> float | None:
-        """Pooled continuation throughput: total frames / total seconds.
-
-        Args:
-            task_ids: restrict to these tasks (e.g. the tasks shared with a baseline, so
-                that a speedup compares like with like); ``None`` uses every timed task.
-
-        Returns:
-            Frames per second, or ``None`` when no task has a positive time.
-
-        Raises:
-            KeyError: a requested task has no timing row.
-
-        Example:
-            >>> log = parse_kv_log([
-            ...     {"task_id": "a", "event": "timing", "continuation_seconds": 2.0,
-            ...      "continuation_frames": 40},
-            ...     {"task_id": "b", "event": "timing", "continuation_seconds": 6.0,
-            ...      "continuation_frames": 80},
-            ... ])
-            >>> log.fps(), log.fps(["a"])
-            (15.0, 20.0)
-        """
-        chosen = list(self.timings) if task_ids is None else list(dict.fromkeys(task_ids))
-        missing = [t for t in chosen if t not in self.timings]
-        if missing:
-            raise KeyError(
-                f"{self.source}: no timing row for task(s) {missing}; timed tasks: "
-                f"{sorted(self.timings)}"
-            )
-        frames = sum(self.timings[t].continuation_frames for t in chosen)
-        seconds = math.fsum(self.timings[t].continuation_seconds for t in chosen)
-        return fps(frames, seconds)
-
-
 # --------------------------------------------------------------------------- numbers
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
 
 
 def _count_array(values: Any, name: str) -> np.ndarray:
@@ -396,7 +228,7 @@ def mean_pruning_ratio(per_task: Mapping[str, float | None]) -> float | None:
     for task, v in per_task.items():
         if v is None:
             continue
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+        if not _is_number(v):
             raise ValueError(f"task {task!r}: PR must be a number or None, found {v!r}")
         fv = float(v)
         if not (math.isfinite(fv) and 0.0 <= fv <= 1.0):
@@ -451,9 +283,9 @@ def fps(frames: int | None, seconds: float | None) -> float | None:
     """
     if frames is None or seconds is None:
         return None
-    if isinstance(frames, (bool, np.bool_)) or not isinstance(frames, (int, np.integer)):
+    if not _is_int(frames):
         raise ValueError(f"frames must be an int >= 0, found {frames!r}")
-    if isinstance(seconds, (bool, np.bool_)) or not isinstance(seconds, (int, float, np.number)):
+    if not _is_number(seconds):
         raise ValueError(f"seconds must be a number >= 0, found {seconds!r}")
     if frames < 0:
         raise ValueError(f"frames must be >= 0, found {frames}")
@@ -489,7 +321,7 @@ def speedup(fps_run: float | None, fps_baseline: float | None) -> float | None:
     if fps_run is None or fps_baseline is None:
         return None
     for name, v in (("fps_run", fps_run), ("fps_baseline", fps_baseline)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+        if not _is_number(v):
             raise ValueError(f"{name} must be a number >= 0 or None, found {v!r}")
         if math.isnan(float(v)) or float(v) < 0:
             raise ValueError(f"{name} must be >= 0, found {float(v)}")
@@ -497,183 +329,3 @@ def speedup(fps_run: float | None, fps_baseline: float | None) -> float | None:
     if base == 0 or not math.isfinite(base):
         return None
     return float(fps_run) / base
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
-
-
-def _numbered(rows: Iterable[Any]) -> Iterable[tuple[int, Any]]:
-    for position, item in enumerate(rows, start=1):
-        if isinstance(item, tuple) and len(item) == 2 and _is_int(item[0]):
-            yield int(item[0]), item[1]
-        else:
-            yield position, item
-
-
-class _Collector:
-    """Append ``"<where>: field '<name>': <message>"`` lines to a list."""
-
-    def __init__(self, where: str, out: list[str]) -> None:
-        self.where = where
-        self.out = out
-
-    def __call__(self, name: str, message: str) -> None:
-        self.out.append(f"{self.where}: field '{name}': {message}")
-
-
-def parse_kv_log(rows: Iterable[Any], *, source: str = "kv log") -> KVLog:
-    """Validate KV-log rows (already read from JSON) and build a :class:`KVLog`.
-
-    Every row is checked and all problems are reported together in one
-    :class:`KVLogError`, each naming the line number and the field. Rules (see
-    ``docs/kv_log_format.md``): required fields present with the right types
-    (``bool`` is not an int); ``chunk``, ``layer``, ``head``, counts >= 0;
-    ``k_visible <= k_full``; no duplicate ``(task_id, chunk, layer, head, current)``;
-    per-layer and per-head rows not mixed for one ``(task_id, chunk, layer, current)``;
-    one timing row per task; ``event``, when present, is ``"timing"``. Other fields are
-    ignored, so writers may add their own.
-
-    Args:
-        rows: JSON objects, either bare (numbered 1, 2, ... by position) or as
-            ``(line_number, object)`` pairs as yielded by ``vidmem.io.jsonl.read_jsonl``.
-        source: what to call the rows in messages (e.g. the file path).
-
-    Returns:
-        The validated log.
-
-    Raises:
-        KVLogError: any row breaks the format.
-
-    Example:
-        >>> log = parse_kv_log([
-        ...     {"task_id": "t", "chunk": 1, "layer": 0, "head": 0, "k_visible": 6,
-        ...      "k_full": 8, "current": False},
-        ...     {"task_id": "t", "event": "timing", "continuation_seconds": 4.0,
-        ...      "continuation_frames": 80, "context_prefix_seconds": 9.5},
-        ... ])
-        >>> log.pruning_ratios(), log.fps()
-        ({'t': 0.25}, 20.0)
-        >>> parse_kv_log([{"task_id": "t", "chunk": 0, "layer": 0, "k_visible": -1,
-        ...                "k_full": 8, "current": False}])
-        Traceback (most recent call last):
-        ...
-        vidmem.metrics.kv_pruning.KVLogError: kv log: 1 problem(s) in the KV log:
-          line 1 (task 't'): field 'k_visible': expected an int >= 0, found -1
-    """
-    problems: list[str] = []
-    kv_rows: list[KVRow] = []
-    timings: dict[str, KVTiming] = {}
-    seen: dict[tuple[str, int, int, int | None, bool], int] = {}
-    head_kind: dict[tuple[str, int, int, bool], tuple[bool, int]] = {}
-
-    for line, obj in _numbered(rows):
-        if not isinstance(obj, Mapping):
-            problems.append(f"line {line}: expected a JSON object, found {type(obj).__name__}")
-            continue
-        task = obj.get("task_id")
-        where = f"line {line} (task {task!r})" if isinstance(task, str) and task else f"line {line}"
-        row_problems: list[str] = []
-        bad = _Collector(where, row_problems)
-
-        event = obj.get("event")
-        is_timing = "event" in obj
-        required = _TIMING_REQUIRED if is_timing else _KV_REQUIRED
-        if is_timing and event not in _KNOWN_EVENTS:
-            bad("event", f"expected one of {list(_KNOWN_EVENTS)}, found {event!r}")
-            problems.extend(row_problems)
-            continue
-        for name in required:
-            if name not in obj:
-                kind = "a timing row" if is_timing else "a count row"
-                bad(name, f"missing; {kind} needs {list(required)}")
-        if not (isinstance(task, str) and task.strip()) and "task_id" in obj:
-            bad("task_id", f"expected a non-empty string, found {task!r}")
-
-        if is_timing:
-            secs = obj.get("continuation_seconds")
-            frames = obj.get("continuation_frames")
-            prefix = obj.get("context_prefix_seconds")
-            if "continuation_seconds" in obj and not (
-                _is_number(secs) and math.isfinite(float(secs)) and float(secs) >= 0
-            ):
-                bad("continuation_seconds", f"expected a finite number >= 0, found {secs!r}")
-            if "continuation_frames" in obj and not (_is_int(frames) and frames >= 0):
-                bad("continuation_frames", f"expected an int >= 0, found {frames!r}")
-            if prefix is not None and not (
-                _is_number(prefix) and math.isfinite(float(prefix)) and float(prefix) >= 0
-            ):
-                bad("context_prefix_seconds", f"expected a finite number >= 0, found {prefix!r}")
-            if not row_problems and task in timings:
-                bad(
-                    "task_id",
-                    f"second timing row for this task (the first is on line "
-                    f"{timings[task].line}); write one timing row per task with totals",
-                )
-            if row_problems:
-                problems.extend(row_problems)
-                continue
-            timings[task] = KVTiming(
-                task_id=task,
-                continuation_seconds=float(secs),
-                continuation_frames=int(frames),
-                context_prefix_seconds=None if prefix is None else float(prefix),
-                line=line,
-            )
-            continue
-
-        for name in ("chunk", "layer", "k_visible", "k_full"):
-            v = obj.get(name)
-            if name in obj and not (_is_int(v) and v >= 0):
-                bad(name, f"expected an int >= 0, found {v!r}")
-        head = obj.get("head")
-        if head is not None and not (_is_int(head) and head >= 0):
-            bad("head", f"expected an int >= 0, or omit it for a per-layer row; found {head!r}")
-        cur = obj.get("current")
-        if "current" in obj and not isinstance(cur, (bool, np.bool_)):
-            bad("current", f"expected true or false, found {cur!r}")
-        if row_problems:
-            problems.extend(row_problems)
-            continue
-        vis, full = int(obj["k_visible"]), int(obj["k_full"])
-        if vis > full:
-            bad(
-                "k_visible",
-                f"{vis} > k_full = {full}; a head cannot see more history than the full history",
-            )
-        chunk, layer = int(obj["chunk"]), int(obj["layer"])
-        head_i = None if head is None else int(head)
-        cur_b = bool(cur)
-        key = (task, chunk, layer, head_i, cur_b)
-        if key in seen:
-            bad(
-                "head" if head_i is not None else "layer",
-                f"duplicate row for chunk {chunk}, layer {layer}, "
-                f"head {'(per-layer)' if head_i is None else head_i}, current {cur_b} "
-                f"(first on line {seen[key]})",
-            )
-        group = (task, chunk, layer, cur_b)
-        if group in head_kind and head_kind[group][0] != (head_i is None):
-            bad(
-                "head",
-                f"chunk {chunk}, layer {layer} mixes a per-layer row (no head) with per-head "
-                f"rows (other kind on line {head_kind[group][1]}); write one kind per layer, "
-                "or the counts would be summed twice",
-            )
-        if row_problems:
-            problems.extend(row_problems)
-            continue
-        seen[key] = line
-        head_kind.setdefault(group, (head_i is None, line))
-        kv_rows.append(KVRow(task, chunk, layer, head_i, vis, full, cur_b, line))
-
-    if problems:
-        raise KVLogError(source, problems)
-    return KVLog(rows=tuple(kv_rows), timings=timings, source=source)
