@@ -1,13 +1,12 @@
 """Transformers detection/segmentation backends on tiny random models (no network).
 
-Every model is built from a tiny config, saved with ``save_pretrained`` (plus the
-tokenizer / preprocessor files the backend reads) and loaded through the backend's
-public constructor, exactly as a user loads real weights.
+Every model is built by :mod:`vidmem.models.tiny` from a tiny config, saved with
+``save_pretrained`` (plus the tokenizer / preprocessor files the backend reads) and
+loaded through the backend's public constructor, exactly as a user loads real weights.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -47,10 +46,17 @@ from vidmem.models.backends.sam import (  # noqa: E402
     upsample_mask_logits,
 )
 from vidmem.models.protocols import Detection, Detector, Segmenter  # noqa: E402
+from vidmem.models.tiny import (  # noqa: E402
+    tiny_grounding_dino,
+    tiny_owlv2,
+    tiny_owlvit,
+    tiny_sam,
+    tiny_sam2,
+)
 
 pytestmark = pytest.mark.models
 
-IMAGE = 64  # tiny model input side
+IMAGE = 64  # the tiny models' input side (vidmem.models.tiny)
 
 
 # --------------------------------------------------------------------------------------
@@ -65,198 +71,29 @@ def frames() -> list[np.ndarray]:
     return [rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8) for h, w in sizes]
 
 
-def _bytes_to_unicode() -> list[str]:
-    keep = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    chars = keep[:]
-    extra = 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return [chr(c) for c in chars]
-
-
-def _tiny_clip_tokenizer():
-    chars = _bytes_to_unicode()
-    vocab = {c: i for i, c in enumerate(chars)}
-    vocab.update({c + "</w>": 256 + i for i, c in enumerate(chars)})
-    vocab["<|startoftext|>"] = 512
-    vocab["<|endoftext|>"] = 513  # highest id: the text tower pools at argmax(input_ids)
-    return transformers.CLIPTokenizer(vocab=vocab, merges=[], pad_token="!", model_max_length=16)
-
-
-def _save_owl(path, config_cls, model_cls):
-    text = dict(
-        vocab_size=514,
-        hidden_size=32,
-        intermediate_size=37,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        max_position_embeddings=16,
-        bos_token_id=512,
-        eos_token_id=513,
-        pad_token_id=0,
-    )
-    vision = dict(
-        hidden_size=32,
-        intermediate_size=37,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        image_size=IMAGE,
-        patch_size=16,
-    )
-    torch.manual_seed(0)
-    model = model_cls(
-        config_cls(
-            text_config=text, vision_config=vision, projection_dim=32, initializer_range=0.02
-        )
-    )
-    model.save_pretrained(path)
-    _tiny_clip_tokenizer().save_pretrained(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def owlvit_dir(tmp_path_factory):
-    return _save_owl(
-        tmp_path_factory.mktemp("owlvit"),
-        transformers.OwlViTConfig,
-        transformers.OwlViTForObjectDetection,
-    )
+    return tiny_owlvit(tmp_path_factory.mktemp("owlvit"))
 
 
 @pytest.fixture(scope="module")
 def owlv2_dir(tmp_path_factory):
-    return _save_owl(
-        tmp_path_factory.mktemp("owlv2"),
-        transformers.Owlv2Config,
-        transformers.Owlv2ForObjectDetection,
-    )
-
-
-def _tiny_bert_tokenizer():
-    # bert-base-uncased ids for the tokens Grounding DINO treats as special ([CLS] 101,
-    # [SEP] 102, "." 1012, "?" 1029); everything else is filler.
-    tokens = {i: f"[unused{i}]" for i in range(1100)}
-    tokens.update(
-        {0: "[PAD]", 100: "[UNK]", 101: "[CLS]", 102: "[SEP]", 103: "[MASK]", 1012: ".", 1029: "?"}
-    )
-    for k, word in enumerate(["a", "red", "car", "person", "cat", "dog", "blue", "##s", "the"]):
-        tokens[200 + k] = word
-    return transformers.BertTokenizer(vocab={t: i for i, t in tokens.items()})
+    return tiny_owlv2(tmp_path_factory.mktemp("owlv2"))
 
 
 @pytest.fixture(scope="module")
 def gdino_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("gdino")
-    backbone = transformers.SwinConfig(
-        image_size=IMAGE,
-        patch_size=4,
-        embed_dim=16,
-        depths=[1, 1, 1, 1],
-        num_heads=[1, 1, 1, 1],
-        window_size=4,
-        out_features=["stage2", "stage3", "stage4"],
-    )
-    text = transformers.BertConfig(
-        vocab_size=1100,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    config = transformers.GroundingDinoConfig(
-        backbone_config=backbone,
-        text_config=text,
-        d_model=32,
-        encoder_layers=1,
-        decoder_layers=2,
-        encoder_ffn_dim=32,
-        decoder_ffn_dim=32,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        num_queries=20,
-        max_text_len=32,
-        encoder_n_points=2,
-        decoder_n_points=2,
-        num_feature_levels=3,  # no extra level: it would be 1x1 on tiny frames
-    )
-    torch.manual_seed(0)
-    transformers.GroundingDinoForObjectDetection(config).save_pretrained(path)
-    _tiny_bert_tokenizer().save_pretrained(path)
-    (path / "preprocessor_config.json").write_text(
-        json.dumps({"size": {"shortest_edge": 48, "longest_edge": 80}})
-    )
-    return path
+    return tiny_grounding_dino(tmp_path_factory.mktemp("gdino"))
 
 
 @pytest.fixture(scope="module")
 def sam2_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("sam2")
-    s = IMAGE
-    backbone = transformers.Sam2HieraDetConfig(
-        hidden_size=16,
-        image_size=[s, s],
-        embed_dim_per_stage=[16, 32, 64, 128],
-        blocks_per_stage=[1, 1, 2, 1],
-        num_attention_heads_per_stage=[1, 1, 1, 1],
-        window_size_per_stage=[4, 4, 2, 2],
-        global_attention_blocks=[3],
-        window_positional_embedding_background_size=[2, 2],
-    )
-    vision = transformers.Sam2VisionConfig(
-        backbone_config=backbone,
-        backbone_channel_list=[128, 64, 32, 16],
-        backbone_feature_sizes=[[s // 4, s // 4], [s // 8, s // 8], [s // 16, s // 16]],
-        fpn_hidden_size=32,
-    )
-    config = transformers.Sam2Config(
-        vision_config=vision,
-        prompt_encoder_config=transformers.Sam2PromptEncoderConfig(
-            hidden_size=32, image_size=s, patch_size=16
-        ),
-        mask_decoder_config=transformers.Sam2MaskDecoderConfig(
-            hidden_size=32, mlp_dim=64, num_attention_heads=2, iou_head_hidden_dim=32
-        ),
-    )
-    torch.manual_seed(0)
-    transformers.Sam2Model(config).save_pretrained(path)
-    return path
+    return tiny_sam2(tmp_path_factory.mktemp("sam2"))
 
 
 @pytest.fixture(scope="module")
 def sam_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("sam")
-    s = IMAGE
-    config = transformers.SamConfig(
-        vision_config=transformers.SamVisionConfig(
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            image_size=s,
-            patch_size=16,
-            output_channels=32,
-            window_size=2,
-            global_attn_indexes=[1],
-            num_pos_feats=16,
-            mlp_dim=64,
-        ),
-        prompt_encoder_config=transformers.SamPromptEncoderConfig(
-            hidden_size=32, image_size=s, patch_size=16
-        ),
-        mask_decoder_config=transformers.SamMaskDecoderConfig(
-            hidden_size=32, mlp_dim=64, num_attention_heads=2, iou_head_hidden_dim=32
-        ),
-    )
-    torch.manual_seed(0)
-    transformers.SamModel(config).save_pretrained(path)
-    return path
+    return tiny_sam(tmp_path_factory.mktemp("sam"))
 
 
 # --------------------------------------------------------------------------------------
@@ -472,7 +309,7 @@ def test_owl_box_mapping_end_to_end(family, request, tmp_path):
     torch.nn.init.zeros_(model.box_head.dense2.weight)
     torch.nn.init.zeros_(model.box_head.dense2.bias)
     model.save_pretrained(tmp_path)
-    _tiny_clip_tokenizer().save_pretrained(tmp_path)
+    transformers.AutoTokenizer.from_pretrained(str(src)).save_pretrained(tmp_path)
     det = cls(weights=tmp_path)
     frame = np.zeros((48, 80, 3), dtype=np.uint8)
     dets = det.detect([frame], text_queries=["x"], threshold=0.0)[0]

@@ -1,7 +1,7 @@
 """The transformers embedders, on tiny random models built from configs.
 
-Each model is saved with ``save_pretrained`` to a temp dir (with a tiny tokenizer where
-texts are involved) and loaded back through the backend's public constructor with
+Each model is built by :mod:`vidmem.models.tiny` into a temp dir (with a tiny tokenizer
+where texts are involved) and loaded back through the backend's public constructor with
 ``weights=<dir>``: the same ``from_pretrained`` path a user takes, with no network.
 """
 
@@ -25,54 +25,20 @@ from vidmem.models.backends.dinov2 import Dinov2Embedder, Dinov2Large  # noqa: E
 from vidmem.models.backends.dinov3 import Dinov3Embedder  # noqa: E402
 from vidmem.models.backends.sentence import SentenceEmbedder  # noqa: E402
 from vidmem.models.protocols import ImageEmbedder, TextEmbedder  # noqa: E402
+from vidmem.models.tiny import (  # noqa: E402
+    tiny_clip,
+    tiny_dinov2,
+    tiny_dinov3,
+    tiny_sentence,
+    tiny_siglip,
+)
 
 pytestmark = pytest.mark.models
 
-TINY = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-}
-WORDS = [
-    "a",
-    "photo",
-    "of",
-    "the",
-    "red",
-    "blue",
-    "green",
-    "cat",
-    "dog",
-    "car",
-    "tree",
-    "on",
-    "left",
-    "right",
-]
 TEXTS = ["a photo of a red cat", "the blue car", "a dog on the left of a green tree", "tree"]
 
 
-# -- builders ------------------------------------------------------------------------
-
-
-def _tiny_tokenizer(out_dir, *, specials, template, pad, **named):
-    """A WordLevel tokenizer wrapped as a fast transformers tokenizer, saved to ``out_dir``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-
-    vocab = {tok: i for i, tok in enumerate(specials + WORDS)}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token=named["unk_token"]))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    used = sorted(set(re.findall(r"\S+", template)) - {"$A"})
-    tok.post_processor = processors.TemplateProcessing(
-        single=template, special_tokens=[(s, vocab[s]) for s in used]
-    )
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token=pad, model_max_length=512, **named
-    )
-    fast.save_pretrained(out_dir)
-    return vocab
+# -- inputs and tiny models ------------------------------------------------------------
 
 
 def _images(seed=0):
@@ -83,95 +49,28 @@ def _images(seed=0):
 
 @pytest.fixture(scope="module")
 def dinov2_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    cfg = transformers.Dinov2Config(**TINY, image_size=28, patch_size=14)
-    path = tmp_path_factory.mktemp("dinov2")
-    transformers.Dinov2Model(cfg).save_pretrained(path)
-    return path
+    return tiny_dinov2(tmp_path_factory.mktemp("dinov2"))
 
 
 @pytest.fixture(scope="module")
 def dinov3_dir(tmp_path_factory):
-    torch.manual_seed(0)
-    cfg = transformers.DINOv3ViTConfig(**TINY, image_size=32, patch_size=16, num_register_tokens=2)
-    path = tmp_path_factory.mktemp("dinov3")
-    transformers.DINOv3ViTModel(cfg).save_pretrained(path)
-    return path
+    return tiny_dinov3(tmp_path_factory.mktemp("dinov3"))
 
 
 @pytest.fixture(scope="module")
 def clip_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("clip")
-    specials = ["<|pad|>", "<|unk|>", "<|startoftext|>", "<|endoftext|>"]
-    vocab = _tiny_tokenizer(
-        path,
-        specials=specials,
-        template="<|startoftext|> $A <|endoftext|>",
-        pad="<|endoftext|>",
-        unk_token="<|unk|>",
-        bos_token="<|startoftext|>",
-        eos_token="<|endoftext|>",
-    )
-    torch.manual_seed(0)
-    cfg = transformers.CLIPConfig(
-        text_config={
-            **TINY,
-            "vocab_size": len(vocab),
-            "max_position_embeddings": 77,
-            "bos_token_id": vocab["<|startoftext|>"],
-            "eos_token_id": vocab["<|endoftext|>"],
-            "pad_token_id": vocab["<|endoftext|>"],
-        },
-        vision_config={**TINY, "image_size": 32, "patch_size": 16},
-        projection_dim=16,
-    )
-    transformers.CLIPModel(cfg).save_pretrained(path)
-    # The processor config path: a shortest-edge 32 resize + 32x32 crop, as CLIP ships it.
-    transformers.CLIPImageProcessorPil(
-        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
-    ).save_pretrained(path)
-    return path
+    # with a processor config: a shortest-edge 32 resize + 32x32 crop, as CLIP ships it
+    return tiny_clip(tmp_path_factory.mktemp("clip"))
 
 
 @pytest.fixture(scope="module")
 def siglip_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("siglip")
-    vocab = _tiny_tokenizer(
-        path,
-        specials=["<pad>", "<unk>", "</s>"],
-        template="$A </s>",
-        pad="<pad>",
-        unk_token="<unk>",
-        eos_token="</s>",
-    )
-    torch.manual_seed(0)
-    cfg = transformers.SiglipConfig(
-        text_config={**TINY, "vocab_size": len(vocab), "max_position_embeddings": 64},
-        vision_config={**TINY, "image_size": 32, "patch_size": 16},
-    )
-    transformers.SiglipModel(cfg).save_pretrained(path)  # no preprocessor config: defaults
-    return path
+    return tiny_siglip(tmp_path_factory.mktemp("siglip"))  # no preprocessor config: defaults
 
 
 @pytest.fixture(scope="module")
 def sentence_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("sentence")
-    vocab = _tiny_tokenizer(
-        path,
-        specials=["[PAD]", "[UNK]", "[CLS]", "[SEP]"],
-        template="[CLS] $A [SEP]",
-        pad="[PAD]",
-        unk_token="[UNK]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-    )
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(**TINY, vocab_size=len(vocab), max_position_embeddings=64)
-    transformers.BertModel(cfg).save_pretrained(path)
-    (path / "sentence_bert_config.json").write_text(
-        '{"max_seq_length": 48, "do_lower_case": false}'
-    )
-    return path
+    return tiny_sentence(tmp_path_factory.mktemp("sentence"))  # max_seq_length 48
 
 
 # -- shared checks ---------------------------------------------------------------------

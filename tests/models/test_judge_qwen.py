@@ -1,11 +1,12 @@
 """The local Qwen-VL judge on tiny random Qwen2-VL / 2.5-VL / 3-VL / 3-VL-MoE models.
 
-Each tiny model (1 text layer of width 32, a 1-block vision tower) is built from its
-config and saved to a temp dir with a byte-level tokenizer holding the Qwen special
-tokens, a Qwen-style chat template and the image processor config, then loaded
-through the backend's public constructor with ``weights=<dir>``: the same
-``from_pretrained`` path a user takes, no network. A random model writes garbage, so
-the parse/retry logic is checked with scripted replies in place of the generation.
+Each tiny model (1 text layer of width 32, a 1-block vision tower) is built by
+:func:`vidmem.models.tiny.tiny_qwen_vl` from its config and saved to a temp dir with a
+byte-level tokenizer holding the Qwen special tokens, a Qwen-style chat template and
+the image processor config, then loaded through the backend's public constructor
+with ``weights=<dir>``: the same ``from_pretrained`` path a user takes, no network. A
+random model writes garbage, so the parse/retry logic is checked with scripted
+replies in place of the generation.
 """
 
 from __future__ import annotations
@@ -29,145 +30,15 @@ from vidmem.models.backends.judge_qwen import (  # noqa: E402
     QwenVLJudge,
 )
 from vidmem.models.protocols import Judge, JudgeRequest, JudgeResult  # noqa: E402
+from vidmem.models.tiny import QWEN_CHAT_TEMPLATE, tiny_qwen_vl  # noqa: E402
 
 pytestmark = pytest.mark.models
 
-SPECIALS = [
-    "<|im_end|>",
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-]
-# The structure of the Qwen2-VL template: a default system turn, text and image parts
-# in order, string or list content, the assistant header as the generation prompt.
-TEMPLATE = (
-    "{% for message in messages %}"
-    "{% if loop.first and message['role'] != 'system' %}"
-    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
-    "<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
-    "{% else %}{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' or 'image' in content %}"
-    "<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}"
-    "{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
 SPECIFIC = {"qwen2_vl": Qwen2VL7BJudge, "qwen2_5_vl": Qwen25VL7BJudge, "qwen3_vl": Qwen3VL8BJudge}
 
 
-# -- builders ------------------------------------------------------------------------
-
-
-def _tokenizer(out_dir):
-    """Byte-level BPE without merges (every byte is a token) + the Qwen special tokens."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        additional_special_tokens=SPECIALS[2:],
-        model_max_length=4096,
-    )
-    fast.save_pretrained(out_dir)
-    return {s: fast.convert_tokens_to_ids(s) for s in SPECIALS}, len(fast)
-
-
-def build_tiny(kind, out_dir, *, chat_template_file="chat_template.json"):
-    """Save a tiny random ``kind`` model with tokenizer, template and processor config."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ids, vocab = _tokenizer(out_dir)
-    special = {
-        "image_token_id": ids["<|image_pad|>"],
-        "video_token_id": ids["<|video_pad|>"],
-        "vision_start_token_id": ids["<|vision_start|>"],
-        "vision_end_token_id": ids["<|vision_end|>"],
-    }
-    text = {
-        "vocab_size": vocab,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "max_position_embeddings": 512,
-        "bos_token_id": ids["<|endoftext|>"],
-        "eos_token_id": ids["<|im_end|>"],
-        "pad_token_id": ids["<|endoftext|>"],
-        # head_dim 16: the three M-RoPE sections (t, h, w) split its 8 frequencies
-        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
-    }
-    torch.manual_seed(0)
-    if kind == "qwen2_vl":
-        text["rope_parameters"]["mrope_section"] = [2, 3, 3]
-        vision = {"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 2, "mlp_ratio": 2}
-        config = transformers.Qwen2VLConfig(text_config=text, vision_config=vision, **special)
-        model = transformers.Qwen2VLForConditionalGeneration(config)
-        patch = 14
-    elif kind == "qwen2_5_vl":
-        text["rope_parameters"]["mrope_section"] = [2, 3, 3]
-        vision = {
-            "depth": 1,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "out_hidden_size": 32,
-            "num_heads": 2,
-            "window_size": 56,
-            "fullatt_block_indexes": [0],
-        }
-        config = transformers.Qwen2_5_VLConfig(text_config=text, vision_config=vision, **special)
-        model = transformers.Qwen2_5_VLForConditionalGeneration(config)
-        patch = 14
-    else:  # qwen3_vl, qwen3_vl_moe
-        text["head_dim"] = 16
-        text["rope_parameters"].update(mrope_section=[4, 2, 2], mrope_interleaved=True)
-        vision = {
-            "depth": 1,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "out_hidden_size": 32,
-            "num_heads": 2,
-            "patch_size": 16,
-            "num_position_embeddings": 64,
-            "deepstack_visual_indexes": [0],
-        }
-        if kind == "qwen3_vl_moe":
-            text.update(num_experts=2, num_experts_per_tok=1, moe_intermediate_size=32)
-            config = transformers.Qwen3VLMoeConfig(
-                text_config=text, vision_config=vision, **special
-            )
-            model = transformers.Qwen3VLMoeForConditionalGeneration(config)
-        else:
-            config = transformers.Qwen3VLConfig(text_config=text, vision_config=vision, **special)
-            model = transformers.Qwen3VLForConditionalGeneration(config)
-        patch = 16
-    model.save_pretrained(out_dir)
-    factor = 2 * patch  # patch_size * merge_size
-    processor_cls = getattr(transformers, "Qwen2VLImageProcessorPil", None) or (
-        transformers.Qwen2VLImageProcessor
-    )
-    processor_cls(
-        patch_size=patch,
-        merge_size=2,
-        temporal_patch_size=2,
-        min_pixels=factor * factor,
-        max_pixels=16 * factor * factor,
-    ).save_pretrained(out_dir)
-    (out_dir / "chat_template.jinja").unlink(missing_ok=True)  # written by the tokenizer
-    if chat_template_file == "chat_template.json":
-        (out_dir / "chat_template.json").write_text(json.dumps({"chat_template": TEMPLATE}))
-    elif chat_template_file == "chat_template.jinja":
-        (out_dir / "chat_template.jinja").write_text(TEMPLATE)
-    return out_dir
+# -- inputs and tiny models ------------------------------------------------------
 
 
 def _images(seed=0):
@@ -192,7 +63,7 @@ def _request(**kw):
 @pytest.fixture(scope="module")
 def tiny_dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("qwen-tiny")
-    return {kind: build_tiny(kind, root / kind) for kind in FAMILIES}
+    return {kind: tiny_qwen_vl(root / kind, family=kind) for kind in FAMILIES}
 
 
 # -- a real (tiny) model end to end --------------------------------------------------
@@ -325,12 +196,12 @@ def test_max_image_side_and_pixel_bounds(tiny_dirs):
 
 
 def test_chat_template_from_jinja_file_and_missing(tmp_path):
-    d = build_tiny("qwen2_vl", tmp_path / "jinja", chat_template_file="chat_template.jinja")
+    d = tiny_qwen_vl(tmp_path / "jinja", "qwen2_vl", chat_template_file="chat_template.jinja")
     judge = QwenVLJudge(weights=d, max_new_tokens=2)
-    assert judge.chat_template == TEMPLATE
+    assert judge.chat_template == QWEN_CHAT_TEMPLATE
     assert judge.judge(_request()).status in ("ok", "unparsable")
 
-    bare = build_tiny("qwen2_vl", tmp_path / "bare", chat_template_file=None)
+    bare = tiny_qwen_vl(tmp_path / "bare", "qwen2_vl", chat_template_file=None)
     with pytest.raises(MissingDependencyError, match="no chat template"):
         QwenVLJudge(weights=bare)
 
