@@ -164,3 +164,46 @@ def test_cli_score_writes_report(dataset, tmp_path, capsys):
     assert out["score"]["mean"] > 0.9
     html = Path(out["report"]["html"]).read_text()
     assert "syn_001_reappear_01" in html and "non-official" in html
+
+
+@pytest.mark.models
+def test_official_path_with_tiny_random_models(dataset, tmp_path):
+    pytest.importorskip("transformers")
+    from vidmem.models.tiny import tiny_official_cmbench
+
+    weights = tiny_official_cmbench(tmp_path / "w")
+    opts = {name: {"weights": path} for name, path in weights.items()}
+    cfg = ScorerConfig.from_preset("official", detector_threshold=0.0, stride=4, batch_size=4)
+    cfg = ScorerConfig(**{**cfg.__dict__, "backend_options": opts})
+    res, run = _score(dataset, dataset / "perfect", tmp_path / "o", cfg)
+    assert res["official"] is True  # official backends, whatever their (here random) weights
+    with run.items() as store:
+        (item,) = list(store.iter_items(kind="score"))
+    frames = item.response["frames"]
+    assert [f["frame"] for f in frames] == list(range(0, 32, 4))
+    sims = [f["similarity"][0] for f in frames]
+    assert all(s is not None and -1.0 <= s <= 1.0 for s in sims)  # threshold 0: a box in every frame
+    assert item.score["score"] == pytest.approx(max(sims))
+    for f in frames:
+        x0, y0, x1, y1 = f["box"]
+        assert 0 <= x0 < x1 <= W and 0 <= y0 < y1 <= H
+    again, _ = _score(dataset, dataset / "perfect", tmp_path / "o2", cfg)
+    assert again["score"] == res["score"]  # deterministic across fresh runs
+
+
+@pytest.mark.models
+def test_official_path_scores_zero_when_nothing_passes_the_threshold(dataset, tmp_path):
+    pytest.importorskip("transformers")
+    from vidmem.models.tiny import tiny_official_cmbench
+
+    weights = tiny_official_cmbench(tmp_path / "w")
+    cfg = ScorerConfig.from_preset("official", detector_threshold=0.9999, stride=8)
+    cfg = ScorerConfig(**{**cfg.__dict__, "backend_options": {n: {"weights": p} for n, p in weights.items()}})
+    res, run = _score(dataset, dataset / "perfect", tmp_path / "z", cfg)
+    assert res["score"]["mean"] == 0.0 and run.scores()[0]["n_detected"] == 0
+
+
+def test_bad_backend_option_fails_before_any_task(dataset, tmp_path):
+    cfg = ScorerConfig.from_preset("offline", detector_threshold=-3.0)
+    with pytest.raises(UserInputError, match="threshold"):
+        _score(dataset, dataset / "perfect", tmp_path / "bad", cfg)

@@ -43,7 +43,12 @@ def _scorer(config_json: str) -> CMBenchScorer:
     config = ScorerConfig(**{k: v for k, v in cfg.items() if k != "fill_rgb"})
 
     def load(name: str | None, role: str) -> Any:
-        return None if name is None else load_backend(name, opts.get(name, {}), role=role)
+        if name is None:
+            return None
+        options = dict(opts.get(name, {}))
+        if role == "detector" and config.detector_threshold is not None:
+            options["threshold"] = config.detector_threshold
+        return load_backend(name, options, role=role)
 
     return CMBenchScorer(
         config,
@@ -167,6 +172,10 @@ def score(ds: cd.CMBenchDataset, run: RunDir, videos: str | Path, scorer: Scorer
             "crops_dir": str(run.path / "crops"),
         }))
     with run.items() as store:
+        if any(item.key not in store.done_keys() for item in items):
+            # Load the backends here first: a bad option or missing weights is one clear
+            # error now, not the same error stored once per task.
+            _scorer(json.dumps(scorer.to_dict(), sort_keys=True))
         summary = execute(store, items, _score_item, workers=workers, progress=not quiet, quiet=quiet)
         stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in {i.key for i in items}}
     rows = []

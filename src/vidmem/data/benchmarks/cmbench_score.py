@@ -51,7 +51,8 @@ class ScorerConfig:
     Attributes:
         path: ``official`` | ``direct`` | ``offline`` (see module docstring).
         detector, segmenter, embedder: backend names; ``detector`` is ``None`` for direct.
-        detector_threshold: overrides the detector's own default when set.
+        detector_threshold: overrides the detector's own default threshold when set
+            (passed to the detector's constructor, so a bad value fails at load).
         stride: score every ``stride``-th continuation frame (1 = every frame).
         batch_size: frames per detection/segmentation/embedding batch.
         backend_options: per backend name, constructor options (weights, device...).
@@ -155,16 +156,13 @@ class CMBenchScorer:
 
     def _detect(self, task: CMBenchTask, batch: np.ndarray, refs: list[ReferenceCrop]) -> list[tuple[tuple[float, ...], float] | None]:
         """Best detection per frame (box, score), or None."""
-        kwargs: dict[str, Any] = {}
-        if self.config.detector_threshold is not None:
-            kwargs["threshold"] = self.config.detector_threshold
         if getattr(self.detector, "supports_text", False):
             queries = [task.target_label, *task.target_aliases]
-            per_frame = self.detector.detect(list(batch), text_queries=queries, **kwargs)
+            per_frame = self.detector.detect(list(batch), text_queries=queries)
         elif getattr(self.detector, "supports_image_query", False):
             best: list[list[Any]] = [[] for _ in range(len(batch))]
             for ref in refs:  # one query per reference; the best box over references wins
-                found = self.detector.detect(list(batch), image_query=ref.box_crop, **kwargs)
+                found = self.detector.detect(list(batch), image_query=ref.box_crop)
                 for i, dets in enumerate(found):
                     best[i].extend(dets)
             per_frame = [sorted(d, key=lambda x: -x.score) for d in best]
