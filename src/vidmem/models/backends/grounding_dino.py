@@ -47,9 +47,7 @@ import numpy as np
 
 from vidmem.errors import MissingDependencyError, UserInputError
 from vidmem.models.backends.base import BackendBase, batched, import_torch
-from vidmem.models.backends.owlvit import (
-    IMAGENET_MEAN,
-    IMAGENET_STD,
+from vidmem.models.backends.hf_detection import (
     check_images,
     check_text_queries,
     check_threshold,
@@ -61,6 +59,7 @@ from vidmem.models.backends.owlvit import (
     read_preprocessor_config,
     relative_boxes_to_pixels,
 )
+from vidmem.models.backends.hf_images import IMAGENET_MEAN, IMAGENET_STD, resize
 from vidmem.models.protocols import Detection
 
 __all__ = [
@@ -186,10 +185,7 @@ def grounding_dino_pixels(
     from PIL import Image
 
     h, w = out_size
-    if (h, w) != image.shape[:2]:
-        image = np.asarray(
-            Image.fromarray(image).resize((w, h), resample=Image.Resampling.BILINEAR)
-        )
+    image = resize(image, (h, w), Image.Resampling.BILINEAR)
     return normalize_to_chw(image.astype(np.float32) / 255.0, mean, std)
 
 

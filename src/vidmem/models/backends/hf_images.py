@@ -2,7 +2,8 @@
 
 Two halves:
 
-* **Image preprocessing in numpy/PIL** (no torchvision): input checks, resize of the
+* **Image preprocessing in numpy/PIL** (no torchvision): input checks
+  (:func:`check_images`, from :mod:`vidmem.models.backends.image_checks`), resize of the
   shorter side, exact resize (uint8 or float), center crop, rescale + normalise, and
   stacking into an ``(N, 3, H, W)`` float32 batch. The arithmetic follows the
   transformers image processors (``get_resize_output_image_size`` and ``center_crop``
@@ -34,6 +35,7 @@ from vidmem.models.backends.base import (
     import_transformers,
     torch_dtype,
 )
+from vidmem.models.backends.image_checks import check_images as check_images  # re-exported
 
 #: ImageNet statistics (DINOv2, DINOv3).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -57,47 +59,6 @@ RESAMPLE = {
 # ---------------------------------------------------------------------------------------
 # image checks and preprocessing (numpy / PIL)
 # ---------------------------------------------------------------------------------------
-
-
-def check_images(images: Sequence[np.ndarray], *, where: str) -> list[np.ndarray]:
-    """Validate a batch of images against the protocol convention.
-
-    Args:
-        images: ``uint8`` arrays of shape ``(H, W, 3)``, RGB; sizes may differ.
-        where: who is asking (the backend name), used in the message.
-
-    Returns:
-        The images as a list of C-contiguous arrays.
-
-    Raises:
-        UserInputError: an item is not a ``uint8`` ``(H, W, 3)`` array with ``H, W >= 1``.
-
-    Example:
-        >>> imgs = check_images([np.zeros((4, 5, 3), np.uint8)], where="demo")
-        >>> imgs[0].shape
-        (4, 5, 3)
-    """
-    if isinstance(images, np.ndarray) and images.ndim == 3:
-        raise UserInputError(
-            f"{where}: expected a sequence of images, found a single array of shape {images.shape}",
-            hint="wrap a single image in a list: embed_images([image])",
-        )
-    out: list[np.ndarray] = []
-    for i, image in enumerate(images):
-        if not isinstance(image, np.ndarray):
-            raise UserInputError(
-                f"{where}: image {i} must be a numpy array, found {type(image).__name__}",
-                hint="convert with numpy.asarray(image)",
-            )
-        if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-            raise UserInputError(
-                f"{where}: image {i} must be uint8 (H, W, 3) RGB, found {image.dtype} {image.shape}",
-                hint="convert with numpy.clip(x, 0, 255).astype(numpy.uint8); drop any alpha channel",
-            )
-        if image.shape[0] < 1 or image.shape[1] < 1:
-            raise UserInputError(f"{where}: image {i} is empty, shape {image.shape}")
-        out.append(np.ascontiguousarray(image))
-    return out
 
 
 def resample_filter(name: str, *, where: str) -> Image.Resampling:

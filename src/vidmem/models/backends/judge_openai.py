@@ -33,29 +33,36 @@ The ``max_total_seconds`` bound is enforced by capping each call's timeout at th
 left and by never sleeping past it. The HTTP timeout limits each wait for the
 server, so a server that keeps trickling bytes slower than the timeout could stretch
 a single call; real inference servers answer in one piece.
+
+Layout: the HTTP calls, retries and ping are in
+:mod:`vidmem.models.backends.judge_openai_http`, the reply reading and follow-up shared
+with the local judges in :mod:`vidmem.models.backends.judge_common`, and image encoding
+and clip frame sampling in :mod:`vidmem.models.backends.judge_frames`; their public
+names are re-exported here.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import logging
 import math
 import os
 import random
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import numpy as np
 
 from vidmem.errors import UserInputError
 from vidmem.models.backends.base import BackendBase
-from vidmem.models.json_extract import extract_json_object, missing_keys
+from vidmem.models.backends.image_checks import JUDGE_WORDING, check_image
+from vidmem.models.backends.judge_common import JSON_ONLY_INSTRUCTION, Attempt, JudgeExchange
+from vidmem.models.backends.judge_frames import (
+    IMAGE_FORMATS,
+    clip_frame_indices,
+    encode_image_data_url,
+    sample_clip_frames,
+)
+from vidmem.models.backends.judge_openai_http import ChatServerCalls, JudgePing, redact_url
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = [
@@ -69,17 +76,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Sentence every "JSON only" follow-up contains (tests and logs look for it).
-JSON_ONLY_INSTRUCTION = (
-    "Reply with only the JSON object: no prose, no Markdown code fence, no comments."
-)
-
 URL_ENVS = ("VIDMEM_JUDGE_URL", "OPENAI_BASE_URL")
 MODEL_ENVS = ("VIDMEM_JUDGE_MODEL",)
 KEY_ENVS = ("VIDMEM_JUDGE_API_KEY", "OPENAI_API_KEY")
-
-_RETRY_STATUS = frozenset({408, 409, 429})
-_IMAGE_FORMATS = {"jpeg": "jpeg", "jpg": "jpeg", "png": "png"}
 
 
 def _env(names: Sequence[str]) -> str | None:
@@ -104,222 +103,7 @@ def _number(where: str, key: str, value: Any) -> float:
     return number
 
 
-def _redact(url: str) -> str:
-    """Drop any ``user:password@`` part of a URL before it is logged or recorded."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
-
-# ---------------------------------------------------------------------------- images
-
-
-def _check_image(image: Any, where: str) -> np.ndarray:
-    if not isinstance(image, np.ndarray):
-        raise UserInputError(
-            f"{where}: expected a numpy uint8 array of shape (H, W, 3), found {type(image).__name__}",
-            hint="convert the frame with numpy.asarray(frame, dtype=numpy.uint8)",
-        )
-    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise UserInputError(
-            f"{where}: expected a uint8 RGB array of shape (H, W, 3), found dtype "
-            f"{image.dtype} and shape {tuple(image.shape)}",
-            hint="pass RGB frames as uint8 (H, W, 3); drop alpha with frame[..., :3]",
-        )
-    if image.shape[0] < 1 or image.shape[1] < 1:
-        raise UserInputError(f"{where}: the image is empty (shape {tuple(image.shape)})")
-    return image
-
-
-def encode_image_data_url(
-    image: np.ndarray,
-    *,
-    image_format: str = "jpeg",
-    max_image_side: int | None = None,
-    jpeg_quality: int = 90,
-) -> str:
-    """Encode an RGB frame as a ``data:`` URL for a chat ``image_url`` part.
-
-    Args:
-        image: uint8 ``(H, W, 3)`` RGB.
-        image_format: ``"jpeg"`` (lossy, small) or ``"png"`` (lossless).
-        max_image_side: when set and the longer side is larger, the image is first
-            resized (bicubic, aspect kept, each side at least 1 px) so that the longer
-            side equals it, in pixels.
-        jpeg_quality: JPEG quality 1-95.
-
-    Returns:
-        ``"data:image/<format>;base64,<payload>"``.
-
-    Example:
-        >>> url = encode_image_data_url(np.zeros((8, 4, 3), np.uint8), image_format="png")
-        >>> url.startswith("data:image/png;base64,")
-        True
-    """
-    from PIL import Image
-
-    fmt = _IMAGE_FORMATS.get(str(image_format).lower())
-    if fmt is None:
-        raise UserInputError(
-            f"judge/openai: image_format must be one of jpeg, png; found {image_format!r}"
-        )
-    image = _check_image(image, "judge/openai image")
-    pil = Image.fromarray(np.ascontiguousarray(image), mode="RGB")
-    if max_image_side is not None:
-        h, w = image.shape[:2]
-        longest = max(h, w)
-        if longest > max_image_side:
-            scale = max_image_side / longest
-            size = (max(1, round(w * scale)), max(1, round(h * scale)))
-            pil = pil.resize(size, Image.Resampling.BICUBIC)
-    buf = io.BytesIO()
-    if fmt == "jpeg":
-        pil.save(buf, format="JPEG", quality=int(jpeg_quality))
-    else:
-        pil.save(buf, format="PNG")
-    payload = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f"data:image/{fmt};base64,{payload}"
-
-
-# ---------------------------------------------------------------------- clip frames
-
-
-def clip_frame_indices(
-    num_frames: int, n: int, positions: Sequence[float] | None = None
-) -> list[int]:
-    """Frame indices for ``n`` evenly spaced frames, or for fractional positions.
-
-    A position ``p`` in ``[0, 1]`` maps to ``round(p * (num_frames - 1))``: 0 is the
-    first frame, 1 the last. Without ``positions`` the clip is cut into ``n`` equal
-    parts and the middle of each is taken, ``p_k = (k + 0.5) / n``; ``n`` is capped at
-    ``num_frames`` so no frame is shown twice.
-
-    Example:
-        >>> clip_frame_indices(100, 4)
-        [12, 37, 62, 87]
-        >>> clip_frame_indices(101, 3, positions=[0.15, 0.5, 0.85])
-        [15, 50, 85]
-        >>> clip_frame_indices(3, 5)
-        [0, 1, 2]
-    """
-    if num_frames < 1:
-        raise UserInputError(f"clip frame sampling: the clip has no frames (found {num_frames})")
-    if positions is None:
-        if n < 1:
-            raise UserInputError(f"clip frame sampling: n must be >= 1, found {n}")
-        n = min(int(n), num_frames)
-        positions = [(k + 0.5) / n for k in range(n)]
-    out: list[int] = []
-    for p in positions:
-        p = float(p)
-        if not (0.0 <= p <= 1.0) or math.isnan(p):
-            raise UserInputError(
-                f"clip frame sampling: positions must lie in [0, 1], found {p}",
-                hint="give fractions of the clip length, e.g. [0.15, 0.5, 0.85]",
-            )
-        out.append(min(num_frames - 1, math.floor(p * (num_frames - 1) + 0.5)))
-    return out
-
-
-def sample_clip_frames(
-    frames_or_path: np.ndarray | str | os.PathLike[str],
-    n: int,
-    positions: Sequence[float] | None = None,
-) -> tuple[np.ndarray, ...]:
-    """Pick frames of a clip to show a judge (see :func:`clip_frame_indices`).
-
-    Args:
-        frames_or_path: uint8 ``(T, H, W, 3)`` frames, or a video file; a file is
-            probed and only the chosen frames are decoded (exact, by index, with
-            :func:`vidmem.io.video.read_frames`).
-        n: how many evenly spaced frames (ignored when ``positions`` is given).
-        positions: fractions of the clip in ``[0, 1]``, e.g. ``(0.15, 0.5, 0.85)``.
-
-    Returns:
-        A tuple of ``(H, W, 3)`` uint8 frames, ready for ``JudgeRequest.images``.
-
-    Raises:
-        UserInputError: bad array, ``n`` or positions; a missing file.
-        VideoError: a file that cannot be decoded.
-
-    Example:
-        >>> clip = np.arange(10, dtype=np.uint8)[:, None, None, None].repeat(3, axis=3)
-        >>> [int(f[0, 0, 0]) for f in sample_clip_frames(clip, 3)]
-        [2, 5, 8]
-    """
-    if isinstance(frames_or_path, (str, os.PathLike)):
-        from vidmem.io.video import probe, read_frames
-
-        info = probe(frames_or_path)
-        idx = clip_frame_indices(info.n_frames, n, positions)
-        decoded = read_frames(frames_or_path, idx)
-        return tuple(decoded[k] for k in range(len(idx)))
-    frames = frames_or_path
-    if (
-        not isinstance(frames, np.ndarray)
-        or frames.dtype != np.uint8
-        or frames.ndim != 4
-        or frames.shape[3] != 3
-    ):
-        found = (
-            f"dtype {frames.dtype}, shape {tuple(frames.shape)}"
-            if isinstance(frames, np.ndarray)
-            else type(frames).__name__
-        )
-        raise UserInputError(
-            f"sample_clip_frames: expected uint8 frames of shape (T, H, W, 3) or a video "
-            f"path, found {found}",
-            hint="stack RGB frames with numpy.stack(frames).astype(numpy.uint8)",
-        )
-    idx = clip_frame_indices(frames.shape[0], n, positions)
-    return tuple(frames[i] for i in idx)
-
-
-# --------------------------------------------------------------------------- judge
-
-
-@dataclass(frozen=True)
-class JudgePing:
-    """What :meth:`OpenAIJudge.ping` found (for ``vidmem doctor``).
-
-    Attributes:
-        ok: the server answered ``GET /models`` and lists the configured model (or
-            lists no models at all).
-        base_url: the server asked (credentials removed).
-        model: the configured model name.
-        latency_seconds: round-trip time of the check.
-        models: model ids the server lists.
-        message: one human-readable line: what is fine or what to fix.
-    """
-
-    ok: bool
-    base_url: str
-    model: str
-    latency_seconds: float
-    models: tuple[str, ...] = field(default_factory=tuple)
-    message: str = ""
-
-
-class _Transport(Exception):
-    """Internal: one call failed; ``retryable`` and ``retry_after`` steer the retry loop."""
-
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
-        super().__init__(message)
-        self.retryable = retryable
-        self.retry_after = retry_after
-
-
-@dataclass
-class _Reply:
-    text: str
-    finish_reason: str | None
-
-
-class OpenAIJudge(BackendBase):
+class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
     """A :class:`vidmem.models.protocols.Judge` over an OpenAI-compatible chat server.
 
     Args:
@@ -354,6 +138,8 @@ class OpenAIJudge(BackendBase):
     name = "judge/openai"
     default_weights = None
     official = False
+    _log = log
+    _token_limit = "max_tokens"
 
     def __init__(
         self,
@@ -401,7 +187,7 @@ class OpenAIJudge(BackendBase):
             )
         if not base_url.startswith(("http://", "https://")):
             raise UserInputError(
-                f"{where}: base_url must start with http:// or https://, found '{_redact(base_url)}'",
+                f"{where}: base_url must start with http:// or https://, found '{redact_url(base_url)}'",
                 hint="e.g. http://127.0.0.1:8000/v1",
             )
         if not model:
@@ -410,7 +196,7 @@ class OpenAIJudge(BackendBase):
                 hint="export VIDMEM_JUDGE_MODEL=<the name the server serves> "
                 "(`curl $VIDMEM_JUDGE_URL/models` lists them)",
             )
-        fmt = _IMAGE_FORMATS.get(str(image_format).lower())
+        fmt = IMAGE_FORMATS.get(str(image_format).lower())
         if fmt is None:
             raise UserInputError(
                 f"{where}: image_format must be one of jpeg, png; found {image_format!r}"
@@ -464,7 +250,7 @@ class OpenAIJudge(BackendBase):
             batch_size=batch_size,
             model_dir=model_dir,
             model=model,
-            base_url=_redact(base_url),
+            base_url=redact_url(base_url),
             temperature=float(temperature),
             max_tokens=None if max_tokens is None else int(max_tokens),
             seed=seed,
@@ -504,39 +290,18 @@ class OpenAIJudge(BackendBase):
             max_retries=0,  # retries are ours: bounded, counted, logged
         )
         self._rng = random.Random(retry_seed)
-        self._lock = threading.Lock()
-        self._stats = {
-            "requests": 0,
-            "calls": 0,
-            "retries": 0,
-            "format_retries": 0,
-            "ok": 0,
-            "unparsable": 0,
-            "errors": 0,
-        }
-
-    # ------------------------------------------------------------------ counters
-
-    def _count(self, key: str, by: int = 1) -> None:
-        with self._lock:
-            self._stats[key] += by
-
-    def stats(self) -> dict[str, int]:
-        """Counters since construction (thread-safe snapshot).
-
-        ``requests``: :meth:`judge` calls; ``calls``: HTTP calls made; ``retries``:
-        calls repeated after a transport failure; ``format_retries``: "JSON only"
-        follow-ups; ``ok`` / ``unparsable`` / ``errors``: results by status.
-        """
-        with self._lock:
-            return dict(self._stats)
+        self._start_counters()
 
     # ------------------------------------------------------------------- request
 
     def _user_content(self, request: JudgeRequest) -> list[dict[str, Any]]:
         content: list[dict[str, Any]] = [{"type": "text", "text": request.prompt}]
         for k, image in enumerate(request.images):
-            _check_image(image, f"{self.name} item '{request.item_id}' image {k}")
+            check_image(
+                image,
+                where=f"{self.name} item '{request.item_id}' image {k}",
+                wording=JUDGE_WORDING,
+            )
             url = encode_image_data_url(
                 image,
                 image_format=self.image_format,
@@ -562,113 +327,6 @@ class OpenAIJudge(BackendBase):
             body["extra_body"] = dict(self.extra_body)
         return body
 
-    def _call_once(self, body: dict[str, Any], timeout: float) -> _Reply:
-        """One HTTP call. Raises :class:`_Transport` for anything that is not a reply."""
-        openai = self._openai
-        try:
-            response = self._client.chat.completions.create(**body, timeout=timeout)
-        except openai.APITimeoutError:
-            raise _Transport(f"no reply within {timeout:.3g} s", retryable=True) from None
-        except openai.APIConnectionError as exc:
-            raise _Transport(
-                f"cannot reach {_redact(self.base_url)}: {exc}", retryable=True
-            ) from None
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            retry_after = _retry_after_seconds(exc.response.headers.get("retry-after"))
-            detail = str(exc.message)[:300]
-            retryable = status in _RETRY_STATUS or status >= 500
-            hint = ""
-            if status == 404:
-                hint = (
-                    f" (check the model name '{self.model}' and that base_url ends with the "
-                    "API prefix, usually /v1)"
-                )
-            elif status in (401, 403):
-                hint = " (check $VIDMEM_JUDGE_API_KEY)"
-            raise _Transport(
-                f"HTTP {status}: {detail}{hint}", retryable=retryable, retry_after=retry_after
-            ) from None
-        except openai.OpenAIError as exc:
-            raise _Transport(f"{type(exc).__name__}: {exc}", retryable=False) from None
-        except ValueError as exc:  # a 200 whose body is not JSON (e.g. an HTML proxy page)
-            raise _Transport(
-                f"the server's reply is not JSON ({exc}); is base_url an OpenAI-compatible API?",
-                retryable=False,
-            ) from None
-        try:
-            choice = response.choices[0]
-            text = choice.message.content
-            finish = choice.finish_reason
-        except (AttributeError, IndexError, TypeError):
-            raise _Transport(
-                f"the server's reply is not a chat completion: {str(response)[:200]!r}",
-                retryable=False,
-            ) from None
-        return _Reply(text if isinstance(text, str) else "", finish)
-
-    def _call(
-        self, body: dict[str, Any], deadline: float, item_id: str
-    ) -> tuple[_Reply | None, int, str | None]:
-        """Call with transport retries. Returns ``(reply or None, calls made, error)``."""
-        calls = 0
-        failures = 0
-        last_error = "no call made"
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return (
-                    None,
-                    calls,
-                    f"{last_error}; gave up at max_total_seconds={self.max_total_seconds:g}",
-                )
-            calls += 1
-            self._count("calls")
-            if failures:
-                self._count("retries")
-            try:
-                return self._call_once(body, min(self.timeout_seconds, left)), calls, None
-            except _Transport as exc:
-                last_error = str(exc)
-                if not exc.retryable:
-                    return None, calls, last_error
-                retry_after = exc.retry_after
-                failures += 1
-            if failures > self.max_retries:
-                return (
-                    None,
-                    calls,
-                    f"{last_error} (after {calls} calls, max_retries={self.max_retries})",
-                )
-            delay = self._backoff(failures)
-            if retry_after is not None:  # honour the server, within backoff_max_seconds
-                delay = min(max(delay, retry_after), max(self.backoff_max_seconds, delay))
-            left = deadline - time.monotonic()
-            if delay >= left:
-                return (
-                    None,
-                    calls,
-                    (
-                        f"{last_error}; gave up after {calls} calls: the next retry would pass "
-                        f"max_total_seconds={self.max_total_seconds:g}"
-                    ),
-                )
-            log.info(
-                "%s item %s: %s; retry %d in %.2f s",
-                self.name,
-                item_id,
-                last_error,
-                failures,
-                delay,
-            )
-            time.sleep(delay)
-
-    def _backoff(self, failures: int) -> float:
-        base = min(self.backoff_max_seconds, self.backoff_base_seconds * 2 ** (failures - 1))
-        with self._lock:
-            jitter = 0.5 + 0.5 * self._rng.random()
-        return base * jitter
-
     # --------------------------------------------------------------------- judge
 
     def judge(self, request: JudgeRequest) -> JudgeResult:
@@ -682,158 +340,8 @@ class OpenAIJudge(BackendBase):
         user = {"role": "user", "content": self._user_content(request)}  # validates images
         self._count("requests")
         deadline = time.monotonic() + self.max_total_seconds
-        required = tuple(request.required_keys)
-        messages: list[dict[str, Any]] = [user]
 
-        reply, calls, error = self._call(self._body(messages), deadline, request.item_id)
-        attempts = calls
-        if reply is None:
-            return self._result(request, "error", None, "", attempts, error)
-        data, problem = self._read(reply, required)
-        if data is not None:
-            return self._result(request, "ok", data, reply.text, attempts, None)
+        def ask(messages: list[dict[str, Any]]) -> Attempt:
+            return self._call(self._body(messages), deadline, request.item_id)
 
-        # One "JSON only" follow-up, with the model's reply kept as the assistant turn.
-        self._count("format_retries")
-        log.info("%s item %s: %s; asking again for JSON only", self.name, request.item_id, problem)
-        follow_up = f"Your previous reply could not be used: {problem}. {JSON_ONLY_INSTRUCTION}"
-        if required:
-            follow_up += " It must contain the keys: " + ", ".join(required) + "."
-        if reply.text.strip():
-            messages = [
-                user,
-                {"role": "assistant", "content": reply.text},
-                {"role": "user", "content": follow_up},
-            ]
-        else:  # an empty assistant turn is refused by some servers: re-ask in one message
-            parts = [*user["content"], {"type": "text", "text": follow_up}]
-            messages = [{"role": "user", "content": parts}]
-        second, calls, error = self._call(self._body(messages), deadline, request.item_id)
-        attempts += calls
-        if second is None:
-            return self._result(
-                request,
-                "unparsable",
-                None,
-                reply.text,
-                attempts,
-                f"{problem}; the JSON-only follow-up got no answer: {error}",
-            )
-        data, problem2 = self._read(second, required)
-        if data is not None:
-            return self._result(request, "ok", data, second.text, attempts, None)
-        return self._result(
-            request,
-            "unparsable",
-            None,
-            second.text,
-            attempts,
-            f"{problem2} (also after the JSON-only follow-up; first reply: {problem})",
-        )
-
-    @staticmethod
-    def _read(reply: _Reply, required: tuple[str, ...]) -> tuple[dict[str, Any] | None, str]:
-        """Parse a reply; return ``(data, "")`` or ``(None, why it is not usable)``."""
-        truncated = " (the reply was cut at max_tokens)" if reply.finish_reason == "length" else ""
-        if not reply.text.strip():
-            return None, f"the reply was empty{truncated}"
-        data = extract_json_object(reply.text)
-        if data is None:
-            return None, f"no JSON object found in the reply{truncated}"
-        missing = missing_keys(data, required)
-        if missing:
-            return None, f"the JSON object lacks the required keys {missing}{truncated}"
-        return data, ""
-
-    def _result(
-        self,
-        request: JudgeRequest,
-        status: str,
-        data: dict[str, Any] | None,
-        raw: str,
-        attempts: int,
-        error: str | None,
-    ) -> JudgeResult:
-        self._count({"ok": "ok", "unparsable": "unparsable", "error": "errors"}[status])
-        if status != "ok":
-            log.warning("%s item %s: %s: %s", self.name, request.item_id, status, error)
-        return JudgeResult(
-            item_id=request.item_id,
-            status=status,  # type: ignore[arg-type]
-            data=data,
-            raw=raw,
-            attempts=attempts,
-            judge=self.name,
-            error=error,
-        )
-
-    # ---------------------------------------------------------------------- ping
-
-    def ping(self, timeout_seconds: float = 5.0) -> JudgePing:
-        """Check quickly (``GET {base_url}/models``, no retries) that the server answers
-        and serves the configured model. Never raises; read ``ok`` and ``message``."""
-        openai = self._openai
-        where = _redact(self.base_url)
-        start = time.monotonic()
-        try:
-            page = self._client.models.list(
-                timeout=min(float(timeout_seconds), self.timeout_seconds)
-            )
-            models = tuple(str(getattr(m, "id", m)) for m in page.data)
-        except openai.APITimeoutError:
-            return self._ping(
-                False, start, (), f"{where} did not answer within {timeout_seconds:g} s"
-            )
-        except openai.APIConnectionError as exc:
-            return self._ping(
-                False, start, (), f"cannot reach {where}: {exc}; is the server running?"
-            )
-        except openai.APIStatusError as exc:
-            extra = (
-                " (does base_url end with the API prefix, usually /v1?)"
-                if exc.status_code == 404
-                else ""
-            )
-            return self._ping(
-                False, start, (), f"{where}/models answered HTTP {exc.status_code}{extra}"
-            )
-        except Exception as exc:  # a reply that is not a model list is a failed check
-            return self._ping(False, start, (), f"{where}/models gave an unexpected reply: {exc}")
-        if models and self.model not in models:
-            return self._ping(
-                False,
-                start,
-                models,
-                f"{where} is up but does not serve '{self.model}'; it serves: {', '.join(models)}",
-            )
-        return self._ping(True, start, models, f"{where} is up and serves '{self.model}'")
-
-    def _ping(self, ok: bool, start: float, models: tuple[str, ...], message: str) -> JudgePing:
-        return JudgePing(
-            ok=ok,
-            base_url=_redact(self.base_url),
-            model=self.model,
-            latency_seconds=time.monotonic() - start,
-            models=models,
-            message=message,
-        )
-
-    def close(self) -> None:
-        """Release the HTTP connection pool."""
-        self._client.close()
-
-
-def _retry_after_seconds(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header given in seconds; ``None`` otherwise.
-
-    Example:
-        >>> _retry_after_seconds("2"), _retry_after_seconds(None), _retry_after_seconds("soon")
-        (2.0, None, None)
-    """
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 and math.isfinite(seconds) else None
+        return self._exchange(request, user, lambda: ask([user]), ask)

@@ -25,7 +25,7 @@ One :meth:`QwenVLJudge.judge` call behaves exactly like the server judge's:
 3. The answer is read with :func:`vidmem.models.json_extract.extract_json_object` and
    checked for ``request.required_keys``. If that fails, ONE follow-up generation is
    made with the model's reply kept as the assistant turn and a user turn holding
-   :data:`vidmem.models.backends.judge_openai.JSON_ONLY_INSTRUCTION` (an empty first
+   :data:`vidmem.models.backends.judge_common.JSON_ONLY_INSTRUCTION` (an empty first
    reply is not replayed: the instruction is appended to the original user message).
    Still not usable: ``status="unparsable"`` with the last raw text; no default
    answer is ever filled in.
@@ -61,8 +61,6 @@ import contextlib
 import inspect
 import logging
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +75,8 @@ from vidmem.models.backends.hf_images import (
     resample_filter,
     resize,
 )
-from vidmem.models.backends.judge_openai import JSON_ONLY_INSTRUCTION
-from vidmem.models.json_extract import extract_json_object, missing_keys
+from vidmem.models.backends.judge_common import Attempt, JudgeExchange, JudgeReply
+from vidmem.models.backends.judge_frames import shrunk_size
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = [
@@ -103,12 +101,8 @@ _IMAGE_TOKEN = "<|image_pad|>"
 _VIDEO_TOKEN = "<|video_pad|>"
 
 
-@dataclass(frozen=True)
-class _Reply:
-    """One generation: the decoded text and why it stopped (``"stop"`` or ``"length"``)."""
-
-    text: str
-    finish_reason: str
+#: One generation's reply, under the name it had before judge_common (tests build it).
+_Reply = JudgeReply
 
 
 def _positive_int(where: str, key: str, value: Any, *, allow_none: bool) -> int | None:
@@ -129,7 +123,7 @@ def _positive_int(where: str, key: str, value: Any, *, allow_none: bool) -> int 
     return number
 
 
-class QwenVLJudge(HFEmbedderBase):
+class QwenVLJudge(JudgeExchange, HFEmbedderBase):
     """A :class:`vidmem.models.protocols.Judge` on a local Qwen-VL checkpoint.
 
     Args:
@@ -168,6 +162,8 @@ class QwenVLJudge(HFEmbedderBase):
     official = False
     #: ``model_type`` values this registry name accepts.
     model_types: tuple[str, ...] = tuple(MODEL_CLASSES)
+    _log = log
+    _token_limit = "max_new_tokens"
 
     def __init__(
         self,
@@ -259,17 +255,8 @@ class QwenVLJudge(HFEmbedderBase):
             patch_size=int(self.image_processor.patch_size),
             merge_size=int(self.image_processor.merge_size),
         )
-        self._lock = threading.Lock()  # counters
+        self._start_counters()
         self._model_lock = threading.Lock()  # one generation at a time
-        self._stats = {
-            "requests": 0,
-            "calls": 0,
-            "retries": 0,
-            "format_retries": 0,
-            "ok": 0,
-            "unparsable": 0,
-            "errors": 0,
-        }
 
     # ----------------------------------------------------------------------- loading
 
@@ -359,22 +346,6 @@ class QwenVLJudge(HFEmbedderBase):
             pad = min(self._eos_ids)
         self._pad_id = pad
 
-    # ---------------------------------------------------------------------- counters
-
-    def _count(self, key: str, by: int = 1) -> None:
-        with self._lock:
-            self._stats[key] += by
-
-    def stats(self) -> dict[str, int]:
-        """Counters since construction (thread-safe snapshot), as ``judge/openai``'s.
-
-        ``requests``: :meth:`judge` calls; ``calls``: generations run; ``retries``:
-        always 0 (there is no transport to retry); ``format_retries``: "JSON only"
-        follow-ups; ``ok`` / ``unparsable`` / ``errors``: results by status.
-        """
-        with self._lock:
-            return dict(self._stats)
-
     # ------------------------------------------------------------------ model inputs
 
     def _vision(self, request: JudgeRequest) -> dict[str, Any] | None:
@@ -386,11 +357,8 @@ class QwenVLJudge(HFEmbedderBase):
             bicubic = resample_filter("bicubic", where=self.name)
             shrunk = []
             for image in images:
-                h, w = image.shape[:2]
-                longest = max(h, w)
-                if longest > self.max_image_side:
-                    scale = self.max_image_side / longest
-                    size = (max(1, round(h * scale)), max(1, round(w * scale)))
+                size = shrunk_size(image.shape[0], image.shape[1], self.max_image_side)
+                if size is not None:
                     image = resize(image, size, bicubic)
                 shrunk.append(image)
             images = shrunk
@@ -459,7 +427,7 @@ class QwenVLJudge(HFEmbedderBase):
             inputs["image_grid_thw"] = vision["image_grid_thw"].to(self._device)
         return inputs
 
-    def _run_model(self, inputs: dict[str, Any]) -> _Reply:
+    def _run_model(self, inputs: dict[str, Any]) -> JudgeReply:
         """Greedy generation on prepared inputs; the only place the model runs."""
         torch = import_torch()
         with self._model_lock, torch.inference_mode():
@@ -478,16 +446,16 @@ class QwenVLJudge(HFEmbedderBase):
         new = output[0, inputs["input_ids"].shape[1] :].tolist()
         cut = len(new) >= self.max_new_tokens and not (new and new[-1] in self._eos_ids)
         text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return _Reply(text if isinstance(text, str) else "", "length" if cut else "stop")
+        return JudgeReply(text if isinstance(text, str) else "", "length" if cut else "stop")
 
-    def _call(self, inputs: dict[str, Any]) -> tuple[_Reply | None, str | None]:
-        """One generation: ``(reply, None)`` or ``(None, what went wrong)``; never raises."""
+    def _call(self, inputs: dict[str, Any]) -> Attempt:
+        """One generation: ``(reply, 1, None)`` or ``(None, 1, what went wrong)``; never raises."""
         self._count("calls")
         try:
-            return self._run_model(inputs), None
+            return self._run_model(inputs), 1, None
         except Exception as exc:  # CUDA OOM, kernel errors...: an answer that never came
             self._release_memory()
-            return None, f"{type(exc).__name__}: {exc}"
+            return None, 1, f"{type(exc).__name__}: {exc}"
 
     def _release_memory(self) -> None:
         torch = import_torch()
@@ -512,100 +480,20 @@ class QwenVLJudge(HFEmbedderBase):
         item = request.item_id
         inputs = self._prepare([user], vision, item)  # misconfiguration raises here
         self._count("requests")
-        required = tuple(request.required_keys)
 
-        reply, error = self._call(inputs)
-        attempts = 1
-        if reply is None:
-            return self._result(request, "error", None, "", attempts, error)
-        data, problem = _read(reply, required)
-        if data is not None:
-            return self._result(request, "ok", data, reply.text, attempts, None)
+        def again(messages: list[dict[str, Any]]) -> Attempt:
+            try:  # it replays the model's own reply, so a failure here is the model's doing
+                follow_up = self._prepare(messages, vision, item)
+            except Exception as exc:
+                return None, 0, f"{type(exc).__name__}: {exc}"
+            return self._call(follow_up)
 
-        # One "JSON only" follow-up, with the model's reply kept as the assistant turn.
-        self._count("format_retries")
-        log.info("%s item %s: %s; asking again for JSON only", self.name, item, problem)
-        follow_up = f"Your previous reply could not be used: {problem}. {JSON_ONLY_INSTRUCTION}"
-        if required:
-            follow_up += " It must contain the keys: " + ", ".join(required) + "."
-        if reply.text.strip():
-            messages = [
-                user,
-                {"role": "assistant", "content": reply.text},
-                {"role": "user", "content": follow_up},
-            ]
-        else:  # as judge/openai: no empty assistant turn, re-ask in one message
-            messages = [
-                {"role": "user", "content": [*content, {"type": "text", "text": follow_up}]}
-            ]
-        try:  # it replays the model's own reply, so a failure here is the model's doing
-            inputs = self._prepare(messages, vision, item)
-        except Exception as exc:
-            second, error = None, f"{type(exc).__name__}: {exc}"
-        else:
-            second, error = self._call(inputs)
-            attempts += 1
-        if second is None:
-            return self._result(
-                request,
-                "unparsable",
-                None,
-                reply.text,
-                attempts,
-                f"{problem}; the JSON-only follow-up got no answer: {error}",
-            )
-        data, problem2 = _read(second, required)
-        if data is not None:
-            return self._result(request, "ok", data, second.text, attempts, None)
-        return self._result(
-            request,
-            "unparsable",
-            None,
-            second.text,
-            attempts,
-            f"{problem2} (also after the JSON-only follow-up; first reply: {problem})",
-        )
-
-    def _result(
-        self,
-        request: JudgeRequest,
-        status: str,
-        data: dict[str, Any] | None,
-        raw: str,
-        attempts: int,
-        error: str | None,
-    ) -> JudgeResult:
-        self._count({"ok": "ok", "unparsable": "unparsable", "error": "errors"}[status])
-        if status != "ok":
-            log.warning("%s item %s: %s: %s", self.name, request.item_id, status, error)
-        return JudgeResult(
-            item_id=request.item_id,
-            status=status,  # type: ignore[arg-type]
-            data=data,
-            raw=raw,
-            attempts=attempts,
-            judge=self.name,
-            error=error,
-        )
+        return self._exchange(request, user, lambda: self._call(inputs), again)
 
     def close(self) -> None:
         """Drop the model and free its device memory."""
         self.model = None
         self._release_memory()
-
-
-def _read(reply: _Reply, required: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
-    """Parse a reply; ``(data, "")`` or ``(None, why it is not usable)`` (judge/openai's wording)."""
-    truncated = " (the reply was cut at max_new_tokens)" if reply.finish_reason == "length" else ""
-    if not reply.text.strip():
-        return None, f"the reply was empty{truncated}"
-    data = extract_json_object(reply.text)
-    if data is None:
-        return None, f"no JSON object found in the reply{truncated}"
-    missing = missing_keys(data, required)
-    if missing:
-        return None, f"the JSON object lacks the required keys {missing}{truncated}"
-    return data, ""
 
 
 def _size_get(size: Any, key: str) -> Any:

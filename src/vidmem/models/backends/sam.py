@@ -55,15 +55,14 @@ import numpy as np
 
 from vidmem.errors import UserInputError
 from vidmem.models.backends.base import BackendBase, batched, import_torch
-from vidmem.models.backends.owlvit import (
-    IMAGENET_MEAN,
-    IMAGENET_STD,
+from vidmem.models.backends.hf_detection import (
     check_images,
     load_hf_model,
     normalize_to_chw,
     preprocessor_mean_std,
     read_preprocessor_config,
 )
+from vidmem.models.backends.hf_images import IMAGENET_MEAN, IMAGENET_STD, resize
 from vidmem.models.protocols import Box
 
 __all__ = [
@@ -143,9 +142,7 @@ def sam2_pixels(
     """SAM 2 input for one frame: stretch to ``size x size`` (PIL bilinear), normalise -> ``float32 (3, size, size)``."""
     from PIL import Image
 
-    resized = np.asarray(
-        Image.fromarray(image).resize((size, size), resample=Image.Resampling.BILINEAR)
-    )
+    resized = resize(image, (size, size), Image.Resampling.BILINEAR)
     return normalize_to_chw(resized.astype(np.float32) / 255.0, mean, std)
 
 
@@ -164,7 +161,7 @@ def sam_pixels(
     from PIL import Image
 
     h, w = longest_side_size(image.shape[0], image.shape[1], size)
-    resized = np.asarray(Image.fromarray(image).resize((w, h), resample=Image.Resampling.BILINEAR))
+    resized = resize(image, (h, w), Image.Resampling.BILINEAR)
     chw = normalize_to_chw(resized.astype(np.float32) / 255.0, mean, std)
     out = np.zeros((3, size, size), dtype=np.float32)
     out[:, :h, :w] = chw

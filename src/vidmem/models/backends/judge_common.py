@@ -1,0 +1,202 @@
+"""What both judges share: reading a reply, the "JSON only" follow-up, counters, results.
+
+``judge/openai`` (:mod:`vidmem.models.backends.judge_openai`) and the local Qwen-VL
+judges (:mod:`vidmem.models.backends.judge_qwen`) differ only in how one answer is
+obtained (an HTTP call with retries, or a greedy generation). The rest of a
+:meth:`~vidmem.models.protocols.Judge.judge` call is :meth:`JudgeExchange._exchange`:
+
+1. ask once; no answer at all gives ``status="error"``;
+2. read the answer with :func:`read_reply` (one JSON object holding
+   ``request.required_keys``); usable gives ``status="ok"``;
+3. otherwise ask ONE follow-up (:func:`follow_up_messages`): the model's reply is kept
+   as the assistant turn and a user turn says why it was not usable and contains
+   :data:`JSON_ONLY_INSTRUCTION` (an empty reply is not replayed -- some servers refuse
+   an empty assistant turn -- the instruction is then added as a last text part of the
+   original user message);
+4. still not usable, or no answer: ``status="unparsable"`` with the last raw text; no
+   default answer is ever filled in.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vidmem.models.json_extract import extract_json_object, missing_keys
+from vidmem.models.protocols import JudgeRequest, JudgeResult
+
+__all__ = [
+    "JSON_ONLY_INSTRUCTION",
+    "STAT_KEYS",
+    "Attempt",
+    "JudgeExchange",
+    "JudgeReply",
+    "follow_up_messages",
+    "read_reply",
+]
+
+#: Sentence every "JSON only" follow-up contains (tests and logs look for it).
+JSON_ONLY_INSTRUCTION = (
+    "Reply with only the JSON object: no prose, no Markdown code fence, no comments."
+)
+
+#: The counters of ``Judge.stats()``, in the order they are reported.
+STAT_KEYS = ("requests", "calls", "retries", "format_retries", "ok", "unparsable", "errors")
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """One answer: the text and why it stopped (``"length"``: cut at the token limit)."""
+
+    text: str
+    finish_reason: str | None
+
+
+#: One try at an answer: ``(reply or None, model calls made, what went wrong or None)``.
+Attempt = tuple[JudgeReply | None, int, str | None]
+
+
+def read_reply(
+    reply: JudgeReply, required: Sequence[str], *, token_limit: str
+) -> tuple[dict[str, Any] | None, str]:
+    """Parse a reply; return ``(data, "")`` or ``(None, why it is not usable)``.
+
+    ``token_limit`` names the setting that cut a ``"length"`` reply (``max_tokens``,
+    ``max_new_tokens``) in the reason.
+    """
+    truncated = f" (the reply was cut at {token_limit})" if reply.finish_reason == "length" else ""
+    if not reply.text.strip():
+        return None, f"the reply was empty{truncated}"
+    data = extract_json_object(reply.text)
+    if data is None:
+        return None, f"no JSON object found in the reply{truncated}"
+    missing = missing_keys(data, required)
+    if missing:
+        return None, f"the JSON object lacks the required keys {missing}{truncated}"
+    return data, ""
+
+
+def follow_up_messages(
+    user: dict[str, Any], reply_text: str, problem: str, required: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The conversation of the "JSON only" follow-up (see the module docstring).
+
+    Args:
+        user: the original user message, ``{"role": "user", "content": [parts...]}``.
+        reply_text: the model's first reply.
+        problem: why it was not usable (from :func:`read_reply`).
+        required: the keys the JSON object must hold.
+    """
+    follow_up = f"Your previous reply could not be used: {problem}. {JSON_ONLY_INSTRUCTION}"
+    if required:
+        follow_up += " It must contain the keys: " + ", ".join(required) + "."
+    if reply_text.strip():
+        return [
+            user,
+            {"role": "assistant", "content": reply_text},
+            {"role": "user", "content": follow_up},
+        ]
+    # an empty assistant turn is refused by some servers: re-ask in one message
+    return [{"role": "user", "content": [*user["content"], {"type": "text", "text": follow_up}]}]
+
+
+class JudgeExchange:
+    """Mixin for a judge: counters, results and the ask / follow-up sequence.
+
+    The class using it sets ``name``, ``_log`` (its module's logger) and
+    ``_token_limit`` (the setting named when a reply is cut), and calls
+    :meth:`_start_counters` from ``__init__``.
+    """
+
+    name: str
+    _log: logging.Logger
+    _token_limit: str
+
+    def _start_counters(self) -> None:
+        self._lock = threading.Lock()
+        self._stats = dict.fromkeys(STAT_KEYS, 0)
+
+    def _count(self, key: str, by: int = 1) -> None:
+        with self._lock:
+            self._stats[key] += by
+
+    def stats(self) -> dict[str, int]:
+        """Counters since construction (thread-safe snapshot).
+
+        ``requests``: :meth:`judge` calls; ``calls``: model calls made (HTTP calls for
+        ``judge/openai``, generations for a local judge); ``retries``: calls repeated
+        after a transport failure (always 0 for a local judge); ``format_retries``:
+        "JSON only" follow-ups; ``ok`` / ``unparsable`` / ``errors``: results by status.
+        """
+        with self._lock:
+            return dict(self._stats)
+
+    def _exchange(
+        self,
+        request: JudgeRequest,
+        user: dict[str, Any],
+        first: Callable[[], Attempt],
+        again: Callable[[list[dict[str, Any]]], Attempt],
+    ) -> JudgeResult:
+        """Steps 1-4 of the module docstring; ``first()`` asks with ``[user]``,
+        ``again(messages)`` asks the follow-up. Never raises for model misbehaviour."""
+        required = tuple(request.required_keys)
+        reply, attempts, error = first()
+        if reply is None:
+            return self._result(request, "error", None, "", attempts, error)
+        data, problem = read_reply(reply, required, token_limit=self._token_limit)
+        if data is not None:
+            return self._result(request, "ok", data, reply.text, attempts, None)
+
+        # One "JSON only" follow-up, with the model's reply kept as the assistant turn.
+        self._count("format_retries")
+        self._log.info(
+            "%s item %s: %s; asking again for JSON only", self.name, request.item_id, problem
+        )
+        second, calls, error = again(follow_up_messages(user, reply.text, problem, required))
+        attempts += calls
+        if second is None:
+            return self._result(
+                request,
+                "unparsable",
+                None,
+                reply.text,
+                attempts,
+                f"{problem}; the JSON-only follow-up got no answer: {error}",
+            )
+        data, problem2 = read_reply(second, required, token_limit=self._token_limit)
+        if data is not None:
+            return self._result(request, "ok", data, second.text, attempts, None)
+        return self._result(
+            request,
+            "unparsable",
+            None,
+            second.text,
+            attempts,
+            f"{problem2} (also after the JSON-only follow-up; first reply: {problem})",
+        )
+
+    def _result(
+        self,
+        request: JudgeRequest,
+        status: str,
+        data: dict[str, Any] | None,
+        raw: str,
+        attempts: int,
+        error: str | None,
+    ) -> JudgeResult:
+        self._count({"ok": "ok", "unparsable": "unparsable", "error": "errors"}[status])
+        if status != "ok":
+            self._log.warning("%s item %s: %s: %s", self.name, request.item_id, status, error)
+        return JudgeResult(
+            item_id=request.item_id,
+            status=status,  # type: ignore[arg-type]
+            data=data,
+            raw=raw,
+            attempts=attempts,
+            judge=self.name,
+            error=error,
+        )

@@ -1,0 +1,262 @@
+"""The HTTP half of ``judge/openai``: one chat call, retries with backoff, the ``/models`` ping.
+
+:class:`ChatServerCalls` is mixed into :class:`vidmem.models.backends.judge_openai.OpenAIJudge`,
+which holds the settings and the ``openai`` client these methods use. Transport failures
+-- connection errors, timeouts, HTTP 408/409/429/5xx -- are retried up to
+``max_retries`` times with exponential backoff and bounded, seeded jitter
+(``Retry-After`` is honoured when the server sends it); other HTTP errors (400, 401,
+404...) are not retried. No call and no sleep passes ``max_total_seconds``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from vidmem.models.backends.judge_common import Attempt, JudgeReply
+
+__all__ = ["ChatServerCalls", "JudgePing", "redact_url"]
+
+_RETRY_STATUS = frozenset({408, 409, 429})
+
+
+def redact_url(url: str) -> str:
+    """Drop any ``user:password@`` part of a URL before it is logged or recorded."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+@dataclass(frozen=True)
+class JudgePing:
+    """What :meth:`OpenAIJudge.ping` found (for ``vidmem doctor``).
+
+    Attributes:
+        ok: the server answered ``GET /models`` and lists the configured model (or
+            lists no models at all).
+        base_url: the server asked (credentials removed).
+        model: the configured model name.
+        latency_seconds: round-trip time of the check.
+        models: model ids the server lists.
+        message: one human-readable line: what is fine or what to fix.
+    """
+
+    ok: bool
+    base_url: str
+    model: str
+    latency_seconds: float
+    models: tuple[str, ...] = field(default_factory=tuple)
+    message: str = ""
+
+
+class _Transport(Exception):
+    """Internal: one call failed; ``retryable`` and ``retry_after`` steer the retry loop."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class ChatServerCalls:
+    """Mixin: calls to an OpenAI-compatible chat server (see the module docstring)."""
+
+    name: str
+    base_url: str
+    model: str
+    timeout_seconds: float
+    max_retries: int
+    backoff_base_seconds: float
+    backoff_max_seconds: float
+    max_total_seconds: float
+    _openai: Any
+    _client: Any
+    _rng: random.Random
+    _lock: threading.Lock
+    _log: logging.Logger
+    _count: Callable[..., None]  # JudgeExchange's counters
+
+    def _call_once(self, body: dict[str, Any], timeout: float) -> JudgeReply:
+        """One HTTP call. Raises :class:`_Transport` for anything that is not a reply."""
+        openai = self._openai
+        try:
+            response = self._client.chat.completions.create(**body, timeout=timeout)
+        except openai.APITimeoutError:
+            raise _Transport(f"no reply within {timeout:.3g} s", retryable=True) from None
+        except openai.APIConnectionError as exc:
+            raise _Transport(
+                f"cannot reach {redact_url(self.base_url)}: {exc}", retryable=True
+            ) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            retry_after = _retry_after_seconds(exc.response.headers.get("retry-after"))
+            detail = str(exc.message)[:300]
+            retryable = status in _RETRY_STATUS or status >= 500
+            hint = ""
+            if status == 404:
+                hint = (
+                    f" (check the model name '{self.model}' and that base_url ends with the "
+                    "API prefix, usually /v1)"
+                )
+            elif status in (401, 403):
+                hint = " (check $VIDMEM_JUDGE_API_KEY)"
+            raise _Transport(
+                f"HTTP {status}: {detail}{hint}", retryable=retryable, retry_after=retry_after
+            ) from None
+        except openai.OpenAIError as exc:
+            raise _Transport(f"{type(exc).__name__}: {exc}", retryable=False) from None
+        except ValueError as exc:  # a 200 whose body is not JSON (e.g. an HTML proxy page)
+            raise _Transport(
+                f"the server's reply is not JSON ({exc}); is base_url an OpenAI-compatible API?",
+                retryable=False,
+            ) from None
+        try:
+            choice = response.choices[0]
+            text = choice.message.content
+            finish = choice.finish_reason
+        except (AttributeError, IndexError, TypeError):
+            raise _Transport(
+                f"the server's reply is not a chat completion: {str(response)[:200]!r}",
+                retryable=False,
+            ) from None
+        return JudgeReply(text if isinstance(text, str) else "", finish)
+
+    def _call(self, body: dict[str, Any], deadline: float, item_id: str) -> Attempt:
+        """Call with transport retries. Returns ``(reply or None, calls made, error)``."""
+        calls = 0
+        failures = 0
+        last_error = "no call made"
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return (
+                    None,
+                    calls,
+                    f"{last_error}; gave up at max_total_seconds={self.max_total_seconds:g}",
+                )
+            calls += 1
+            self._count("calls")
+            if failures:
+                self._count("retries")
+            try:
+                return self._call_once(body, min(self.timeout_seconds, left)), calls, None
+            except _Transport as exc:
+                last_error = str(exc)
+                if not exc.retryable:
+                    return None, calls, last_error
+                retry_after = exc.retry_after
+                failures += 1
+            if failures > self.max_retries:
+                return (
+                    None,
+                    calls,
+                    f"{last_error} (after {calls} calls, max_retries={self.max_retries})",
+                )
+            delay = self._backoff(failures)
+            if retry_after is not None:  # honour the server, within backoff_max_seconds
+                delay = min(max(delay, retry_after), max(self.backoff_max_seconds, delay))
+            left = deadline - time.monotonic()
+            if delay >= left:
+                return (
+                    None,
+                    calls,
+                    (
+                        f"{last_error}; gave up after {calls} calls: the next retry would pass "
+                        f"max_total_seconds={self.max_total_seconds:g}"
+                    ),
+                )
+            self._log.info(
+                "%s item %s: %s; retry %d in %.2f s",
+                self.name,
+                item_id,
+                last_error,
+                failures,
+                delay,
+            )
+            time.sleep(delay)
+
+    def _backoff(self, failures: int) -> float:
+        base = min(self.backoff_max_seconds, self.backoff_base_seconds * 2 ** (failures - 1))
+        with self._lock:
+            jitter = 0.5 + 0.5 * self._rng.random()
+        return base * jitter
+
+    def ping(self, timeout_seconds: float = 5.0) -> JudgePing:
+        """Check quickly (``GET {base_url}/models``, no retries) that the server answers
+        and serves the configured model. Never raises; read ``ok`` and ``message``."""
+        openai = self._openai
+        where = redact_url(self.base_url)
+        start = time.monotonic()
+        try:
+            page = self._client.models.list(
+                timeout=min(float(timeout_seconds), self.timeout_seconds)
+            )
+            models = tuple(str(getattr(m, "id", m)) for m in page.data)
+        except openai.APITimeoutError:
+            return self._ping(
+                False, start, (), f"{where} did not answer within {timeout_seconds:g} s"
+            )
+        except openai.APIConnectionError as exc:
+            return self._ping(
+                False, start, (), f"cannot reach {where}: {exc}; is the server running?"
+            )
+        except openai.APIStatusError as exc:
+            extra = (
+                " (does base_url end with the API prefix, usually /v1?)"
+                if exc.status_code == 404
+                else ""
+            )
+            return self._ping(
+                False, start, (), f"{where}/models answered HTTP {exc.status_code}{extra}"
+            )
+        except Exception as exc:  # a reply that is not a model list is a failed check
+            return self._ping(False, start, (), f"{where}/models gave an unexpected reply: {exc}")
+        if models and self.model not in models:
+            return self._ping(
+                False,
+                start,
+                models,
+                f"{where} is up but does not serve '{self.model}'; it serves: {', '.join(models)}",
+            )
+        return self._ping(True, start, models, f"{where} is up and serves '{self.model}'")
+
+    def _ping(self, ok: bool, start: float, models: tuple[str, ...], message: str) -> JudgePing:
+        return JudgePing(
+            ok=ok,
+            base_url=redact_url(self.base_url),
+            model=self.model,
+            latency_seconds=time.monotonic() - start,
+            models=models,
+            message=message,
+        )
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header given in seconds; ``None`` otherwise.
+
+    Example:
+        >>> _retry_after_seconds("2"), _retry_after_seconds(None), _retry_after_seconds("soon")
+        (2.0, None, None)
+    """
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 and math.isfinite(seconds) else None
