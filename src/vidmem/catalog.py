@@ -64,7 +64,7 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     backends.add("judge/qwen2.5-vl-7b", "vidmem.models.backends.judge_qwen:Qwen25VL7BJudge", "local Qwen2.5-VL-7B-Instruct judge with transformers (greedy)", extra="models", role="judge", checkpoint="Qwen/Qwen2.5-VL-7B-Instruct", params="8.3B", vram="~18 GB (bf16)")
     backends.add("judge/qwen3-vl-8b", "vidmem.models.backends.judge_qwen:Qwen3VL8BJudge", "local Qwen3-VL-8B-Instruct judge with transformers (greedy)", extra="models", role="judge", checkpoint="Qwen/Qwen3-VL-8B-Instruct", params="8.8B", vram="~20 GB (bf16)")
 
-    generators.add("sim", None, "offline procedural world with tunable memory (perfect, none, decay, leaky)", status=planned)
+    generators.add("sim", "vidmem.sim.generator:SimGenerator", "offline procedural world with tunable memory (perfect, none, decay:TAU, leaky:P)")
     generators.add("command", "vidmem.generators.command:CommandGenerator", "any generator run as a shell command template")
 
     for name, summary in (

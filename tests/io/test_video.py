@@ -402,3 +402,20 @@ def test_write_video_rejects_bad_arguments(
 def test_write_video_missing_folder(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="output folder .* does not exist"):
         V.write_video(tmp_path / "no" / "x.mp4", make_indexed_clip(2, SIZE), 10)
+
+
+def test_single_thread_without_mbtree_is_byte_identical_and_keeps_tags(tmp_path):
+    import hashlib
+
+    from vidmem.io.framecode import make_indexed_clip
+
+    frames = make_indexed_clip(24, size=(160, 96), seed=3)
+    digests = set()
+    for k in range(3):
+        p = tmp_path / f"r{k}.mp4"
+        V.write_video(p, frames, 8, gop=8, threads=1, x264_params="mbtree=0", metadata={"comment": "spec"})
+        digests.add(hashlib.sha256(p.read_bytes()).hexdigest())
+    assert len(digests) == 1
+    with av.open(str(p)) as c:
+        assert c.metadata["comment"] == "spec"
+    assert V.probe(p).keyframe_indices[:3] == (0, 8, 16)

@@ -196,6 +196,31 @@ def report(
         out.print(f"{kind}: {path}")
 
 
+# ------------------------------------------------------------------------------- sim
+
+sim_app = typer.Typer(help="The offline reference world: build benchmark data with known truth.",
+                      no_args_is_help=True)
+app.add_typer(sim_app, name="sim")
+
+
+@sim_app.command("build")
+def sim_build(
+    benchmark: Annotated[str, typer.Argument(help="cmbench or memory_loop.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Dataset root to write (official layout).")],
+    seed: Annotated[int, typer.Option("--seed", help="Every byte is a function of (seed, n-cases).")] = 0,
+    n_cases: Annotated[int | None, typer.Option("--n-cases", min=1, help="Context videos / start images.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a benchmark dataset from the sim world in the benchmark's own format."""
+    from vidmem.sim.build import build
+
+    summary = build(benchmark, out_dir, seed=seed, n_cases=n_cases).to_dict()
+    if as_json:
+        _print_json(summary)
+    else:
+        out.print(", ".join(f"{k}: {v}" for k, v in summary.items()))
+
+
 # ---------------------------------------------------------------------------- models
 
 

@@ -6,7 +6,7 @@ import contextlib
 import math
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,9 @@ def write_video(
     codec: str = "libx264",
     pix_fmt: str = "yuv420p",
     gop: int | None = None,
+    threads: int | None = None,
+    x264_params: str | None = None,
+    metadata: Mapping[str, str] | None = None,
 ) -> int:
     """Encode RGB frames into a video file (H.264 in MP4 by default).
 
@@ -103,6 +106,12 @@ def write_video(
         gop: keyframe interval in frames. ``None`` keeps the encoder default (250 for
             libx264). With libx264 an int gives exactly one keyframe every ``gop``
             frames (scene-cut keyframes are disabled).
+        threads: encoder threads; ``None`` lets the encoder choose. ``threads=1`` plus
+            an x264 setting without look-ahead state (e.g. ``x264_params="mbtree=0"``)
+            makes libx264 output byte-identical from run to run.
+        x264_params: extra ``key=value:key=value`` libx264 settings, appended to the
+            ones ``gop`` sets.
+        metadata: container tags to write (e.g. ``{"comment": "..."}``).
 
     Returns:
         The number of frames written.
@@ -185,11 +194,19 @@ def write_video(
             options: dict[str, str] = {}
             if codec in _CRF_CODECS:
                 options["crf"] = str(int(crf))
+            x264 = []
             if gop is not None:
                 stream.codec_context.gop_size = int(gop)
-                if codec == "libx264":
-                    options["x264-params"] = f"keyint={gop}:min-keyint={gop}:scenecut=0"
+                x264.append(f"keyint={gop}:min-keyint={gop}:scenecut=0")
+            if x264_params:
+                x264.append(x264_params)
+            if x264 and codec == "libx264":
+                options["x264-params"] = ":".join(x264)
             stream.options = options
+            if threads is not None:
+                stream.codec_context.thread_count = int(threads)
+            for key, value in (metadata or {}).items():
+                container.metadata[str(key)] = str(value)
             frame_tb = 1 / rate
 
             def encode(arr: np.ndarray, k: int) -> None:
