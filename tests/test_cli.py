@@ -120,6 +120,10 @@ def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
     assert result["checks"]["index"]["exact"] == result["checks"]["index"]["requests"] > 0
     assert result["checks"]["time"]["exact"] == result["checks"]["time"]["requests"] > 0
     assert result["batched_read"]["frames_decoded"] < result["clip"]["n_frames"]
+    cm = result["cmbench"]
+    assert cm["perfect_beats_none_on_every_task"] is True
+    assert cm["means"]["perfect"] > cm["means"]["none"] + 0.3
+    assert cm["official"] is False
     assert (out / "run.json").is_file() and (out / "items.sqlite").is_file()
     html = (out / "report" / "report.html").read_text()
     assert "data:image/png;base64," in html
@@ -138,8 +142,10 @@ def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
 
 
 def test_report_on_newer_schema_is_refused(capsys, tmp_path):
-    out = tmp_path / "demo"
-    assert run_cli(capsys, "demo", "--out", str(out), "--quiet")[0] == 0
+    from vidmem.runners.store import RunDir, RunManifest
+
+    out = tmp_path / "run"
+    RunDir.create(out, RunManifest(benchmark="demo", benchmark_version="1"))
     data = json.loads((out / "run.json").read_text())
     data["schema_version"] = 99
     (out / "run.json").write_text(json.dumps(data))

@@ -25,6 +25,7 @@ from vidmem.io.framecode import decode_index, make_indexed_clip
 from vidmem.io.hashing import file_sha256
 from vidmem.io.video import DecodeStats, probe, read_frames, read_frames_at, write_video
 from vidmem.registry import BENCHMARKS
+from vidmem.runners import demo_cmbench
 from vidmem.runners.execute import WorkItem, execute
 from vidmem.runners.store import RunDir, RunManifest
 
@@ -127,7 +128,8 @@ def run_demo(
     manifest = RunManifest(
         benchmark="demo",
         benchmark_version=DEMO_VERSION,
-        config={"clip": CLIP, "n_index_requests": N_INDEX_REQUESTS, "n_time_requests": N_TIME_REQUESTS},
+        config={"clip": CLIP, "n_index_requests": N_INDEX_REQUESTS, "n_time_requests": N_TIME_REQUESTS,
+                "cmbench": demo_cmbench.config()},
         seeds={"clip": CLIP["seed"], "requests": 0},
         protocol={
             "frame_index": "i-th frame in presentation (PTS) order",
@@ -178,9 +180,13 @@ def run_demo(
                          "seeks": stats.seeks, "clip_frames": info.n_frames},
         "benchmarks_not_implemented": [e.name for e in BENCHMARKS.entries() if e.status == "planned"],
     }
+    if not quiet:
+        console.print("CMBench on the sim world: building, generating with perfect and no memory, scoring ...")
+    result["cmbench"] = demo_cmbench.run_cmbench_demo(run.path / "cmbench", quiet=quiet)
     all_ok = (
         summary.ok and result["probe_matches_construction"]
         and all(m["exact"] == m["requests"] == m["faithful"] for m in by_mode.values())
+        and result["cmbench"]["perfect_beats_none_on_every_task"]
     )
     result["all_checks_passed"] = all_ok
     run.set_counts({**summary.as_counts(), "rows": len(rows)})
@@ -213,12 +219,23 @@ def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
         f"batched read of {br['frames_wanted']} frames decoded {br['frames_decoded']} of "
         f"{br['clip_frames']} frames ({br['seeks']} seeks); items: {summary}"
     )
-    verdict = "[green]all checks passed[/green]" if result["all_checks_passed"] else "[red]CHECKS FAILED[/red]"
-    console.print(verdict)
-    console.print(f"report: {result['report']['html']}")
+    cm = result["cmbench"]
+    table = RichTable(title="CMBench on the sim world (offline scorer, non-official)", title_justify="left")
+    for col in ("task", "memory=perfect", "memory=none"):
+        table.add_column(col)
+    for r in cm["per_task"]:
+        table.add_row(r["task_id"], f"{r['perfect']:.3f}", f"{r['none']:.3f}")
+    table.add_row("[bold]mean[/bold]", f"[bold]{cm['means']['perfect']:.3f}[/bold]", f"[bold]{cm['means']['none']:.3f}[/bold]")
+    console.print(table)
+    console.print("perfect memory beats no memory on every task: "
+                  + ("[green]yes[/green]" if cm["perfect_beats_none_on_every_task"] else "[red]NO[/red]"))
     pending = ", ".join(result["benchmarks_not_implemented"])
     if pending:
         console.print(f"[yellow]not implemented yet in this version:[/yellow] {pending}")
+    verdict = "[green]all checks passed[/green]" if result["all_checks_passed"] else "[red]CHECKS FAILED[/red]"
+    console.print(verdict)
+    console.print(f"report: {result['report']['html']}")
+
 
 
 def build_report(run: RunDir) -> Any:
@@ -228,8 +245,8 @@ def build_report(run: RunDir) -> Any:
     rows = run.scores()
     m = run.manifest
     rep = Report(
-        "vidmem demo: exact video decoding",
-        "Offline self-check of the video layer that every benchmark uses.",
+        "vidmem demo",
+        "Offline: exact video decoding, and CMBench on the sim world with two memory settings.",
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at,
               "status": m.status, "git": m.git_revision or "-"},
     )
@@ -266,6 +283,8 @@ def build_report(run: RunDir) -> Any:
         frames = read_frames(clip, [r["expected_index"] for r in picks])
         sec.add(ImageGrid([(f, f"frame {r['expected_index']} (decoded {r['decoded_index']})")
                            for f, r in zip(frames, picks, strict=True)], columns=3, thumb_size=320))
+    if "cmbench" in result:
+        demo_cmbench.report_section(rep, result["cmbench"])
     br = result.get("batched_read")
     if br:
         rep.section("Decoding cost", "One batched read of all index requests.").add(KeyValues(br))
