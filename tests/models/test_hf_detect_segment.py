@@ -46,13 +46,6 @@ from vidmem.models.backends.sam import (  # noqa: E402
     upsample_mask_logits,
 )
 from vidmem.models.protocols import Detection, Detector, Segmenter  # noqa: E402
-from vidmem.models.tiny import (  # noqa: E402
-    tiny_grounding_dino,
-    tiny_owlv2,
-    tiny_owlvit,
-    tiny_sam,
-    tiny_sam2,
-)
 
 pytestmark = pytest.mark.models
 
@@ -60,7 +53,7 @@ IMAGE = 64  # the tiny models' input side (vidmem.models.tiny)
 
 
 # --------------------------------------------------------------------------------------
-# fixtures: frames and tiny models
+# fixtures: frames (the tiny models' *_dir fixtures are in conftest.py)
 # --------------------------------------------------------------------------------------
 
 
@@ -69,31 +62,6 @@ def frames() -> list[np.ndarray]:
     rng = np.random.default_rng(0)
     sizes = [(48, 80), (64, 64), (90, 40), (48, 80)]  # (H, W); first and last share a size
     return [rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8) for h, w in sizes]
-
-
-@pytest.fixture(scope="module")
-def owlvit_dir(tmp_path_factory):
-    return tiny_owlvit(tmp_path_factory.mktemp("owlvit"))
-
-
-@pytest.fixture(scope="module")
-def owlv2_dir(tmp_path_factory):
-    return tiny_owlv2(tmp_path_factory.mktemp("owlv2"))
-
-
-@pytest.fixture(scope="module")
-def gdino_dir(tmp_path_factory):
-    return tiny_grounding_dino(tmp_path_factory.mktemp("gdino"))
-
-
-@pytest.fixture(scope="module")
-def sam2_dir(tmp_path_factory):
-    return tiny_sam2(tmp_path_factory.mktemp("sam2"))
-
-
-@pytest.fixture(scope="module")
-def sam_dir(tmp_path_factory):
-    return tiny_sam(tmp_path_factory.mktemp("sam"))
 
 
 # --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from functools import partial
 
 import numpy as np
 import pytest
@@ -25,20 +26,13 @@ from vidmem.models.backends.dinov2 import Dinov2Embedder, Dinov2Large  # noqa: E
 from vidmem.models.backends.dinov3 import Dinov3Embedder  # noqa: E402
 from vidmem.models.backends.sentence import SentenceEmbedder  # noqa: E402
 from vidmem.models.protocols import ImageEmbedder, TextEmbedder  # noqa: E402
-from vidmem.models.tiny import (  # noqa: E402
-    tiny_clip,
-    tiny_dinov2,
-    tiny_dinov3,
-    tiny_sentence,
-    tiny_siglip,
-)
 
 pytestmark = pytest.mark.models
 
 TEXTS = ["a photo of a red cat", "the blue car", "a dog on the left of a green tree", "tree"]
 
 
-# -- inputs and tiny models ------------------------------------------------------------
+# -- inputs (the tiny models' *_dir fixtures are in conftest.py) -------------------------
 
 
 def _images(seed=0):
@@ -47,37 +41,18 @@ def _images(seed=0):
     return [rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8) for h, w in sizes]
 
 
-@pytest.fixture(scope="module")
-def dinov2_dir(tmp_path_factory):
-    return tiny_dinov2(tmp_path_factory.mktemp("dinov2"))
-
-
-@pytest.fixture(scope="module")
-def dinov3_dir(tmp_path_factory):
-    return tiny_dinov3(tmp_path_factory.mktemp("dinov3"))
-
-
-@pytest.fixture(scope="module")
-def clip_dir(tmp_path_factory):
-    # with a processor config: a shortest-edge 32 resize + 32x32 crop, as CLIP ships it
-    return tiny_clip(tmp_path_factory.mktemp("clip"))
-
-
-@pytest.fixture(scope="module")
-def siglip_dir(tmp_path_factory):
-    return tiny_siglip(tmp_path_factory.mktemp("siglip"))  # no preprocessor config: defaults
-
-
-@pytest.fixture(scope="module")
-def sentence_dir(tmp_path_factory):
-    return tiny_sentence(tmp_path_factory.mktemp("sentence"))  # max_seq_length 48
-
-
 # -- shared checks ---------------------------------------------------------------------
 
 
-def _check_embedding_contract(make, embed, items, dim, weights):
-    """Shape, dtype, unit norms, determinism, batch invariance and the run-log record."""
+def _check_embedding_contract(make, method, items, dim, weights):
+    """Shape, dtype, unit norms, determinism, batch invariance and the run-log record.
+
+    ``make(batch_size=...)`` builds the backend; its method named ``method`` embeds ``items``.
+    """
+
+    def embed(backend, xs):
+        return getattr(backend, method)(xs)
+
     batched4, single = make(batch_size=4), make(batch_size=1)
     a = embed(batched4, items)
     assert a.shape == (len(items), dim)
@@ -100,12 +75,8 @@ def _check_embedding_contract(make, embed, items, dim, weights):
 
 
 def test_dinov2_contract(dinov2_dir):
-    def make(batch_size):
-        return Dinov2Embedder(weights=dinov2_dir, batch_size=batch_size, image_size=28)
-
-    emb, _ = _check_embedding_contract(
-        make, lambda b, x: b.embed_images(x), _images(), 32, dinov2_dir
-    )
+    make = partial(Dinov2Embedder, weights=dinov2_dir, image_size=28)
+    emb, _ = _check_embedding_contract(make, "embed_images", _images(), 32, dinov2_dir)
     assert isinstance(emb, ImageEmbedder)
     assert emb.info().official is True
     assert emb.info().name == "dinov2/small"
@@ -158,12 +129,8 @@ def test_dinov2_rejects_image_size_not_multiple_of_patch(dinov2_dir):
 
 
 def test_dinov3_contract(dinov3_dir):
-    def make(batch_size):
-        return Dinov3Embedder(weights=dinov3_dir, batch_size=batch_size, image_size=32)
-
-    emb, _ = _check_embedding_contract(
-        make, lambda b, x: b.embed_images(x), _images(), 32, dinov3_dir
-    )
+    make = partial(Dinov3Embedder, weights=dinov3_dir, image_size=32)
+    emb, _ = _check_embedding_contract(make, "embed_images", _images(), 32, dinov3_dir)
     assert isinstance(emb, ImageEmbedder)
     assert emb.info().official is True
     assert emb.info().name == "dinov3/vits16"
@@ -182,12 +149,8 @@ def test_dinov3_preprocessing_resizes_to_a_square_and_normalises(dinov3_dir):
 
 
 def test_clip_image_contract(clip_dir):
-    def make(batch_size):
-        return ClipBackend(weights=clip_dir, batch_size=batch_size)
-
-    emb, _ = _check_embedding_contract(
-        make, lambda b, x: b.embed_images(x), _images(), 16, clip_dir
-    )
+    make = partial(ClipBackend, weights=clip_dir)
+    emb, _ = _check_embedding_contract(make, "embed_images", _images(), 16, clip_dir)
     assert isinstance(emb, ImageEmbedder) and isinstance(emb, TextEmbedder)
     assert emb.info().official is False
     assert emb.settings["image_size"] == 32 and emb.settings["interpolate_pos_encoding"] is False
@@ -195,10 +158,8 @@ def test_clip_image_contract(clip_dir):
 
 
 def test_clip_text_contract(clip_dir):
-    def make(batch_size):
-        return ClipBackend(weights=clip_dir, batch_size=batch_size)
-
-    _check_embedding_contract(make, lambda b, x: b.embed_texts(x), TEXTS, 16, clip_dir)
+    make = partial(ClipBackend, weights=clip_dir)
+    _check_embedding_contract(make, "embed_texts", TEXTS, 16, clip_dir)
 
 
 def test_clip_image_size_override_interpolates_positions(clip_dir):
@@ -211,13 +172,9 @@ def test_clip_image_size_override_interpolates_positions(clip_dir):
 
 
 def test_siglip_image_and_text_contract(siglip_dir):
-    def make(batch_size):
-        return SiglipBasePatch16(weights=siglip_dir, batch_size=batch_size)
-
-    emb, _ = _check_embedding_contract(
-        make, lambda b, x: b.embed_images(x), _images(), 32, siglip_dir
-    )
-    _check_embedding_contract(make, lambda b, x: b.embed_texts(x), TEXTS, 32, siglip_dir)
+    make = partial(SiglipBasePatch16, weights=siglip_dir)
+    emb, _ = _check_embedding_contract(make, "embed_images", _images(), 32, siglip_dir)
+    _check_embedding_contract(make, "embed_texts", TEXTS, 32, siglip_dir)
     assert emb.info().name == "siglip/base-patch16-224"
     assert emb.settings["text_padding"] == "max_length" and emb.max_text_length == 64
     assert emb.tokenize(["a cat"])["input_ids"].shape == (1, 64)
@@ -247,10 +204,8 @@ def test_clip_text_needs_a_tokenizer(tmp_path, clip_dir):
 
 
 def test_sentence_contract(sentence_dir):
-    def make(batch_size):
-        return SentenceEmbedder(weights=sentence_dir, batch_size=batch_size)
-
-    emb, _ = _check_embedding_contract(make, lambda b, x: b.embed_texts(x), TEXTS, 32, sentence_dir)
+    make = partial(SentenceEmbedder, weights=sentence_dir)
+    emb, _ = _check_embedding_contract(make, "embed_texts", TEXTS, 32, sentence_dir)
     assert isinstance(emb, TextEmbedder)
     assert emb.info().name == "sentence/all-minilm-l6-v2"
     assert emb.max_seq_length == 48  # from sentence_bert_config.json

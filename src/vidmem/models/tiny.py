@@ -26,10 +26,10 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vidmem.errors import UserInputError
-from vidmem.models.backends.base import import_transformers
+from vidmem.models.backends.base import image_processor_class, import_transformers
 
 __all__ = [
     "QWEN_CHAT_TEMPLATE",
@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
+_F = TypeVar("_F", bound=Callable[..., Path])
 
 #: The word-level vocabulary of the CLIP, SigLIP and sentence tokenizers (lower-cased;
 #: any other word is the unknown token).
@@ -111,9 +112,32 @@ _EMBEDDER = {
 }
 # Input side of the tiny detectors and segmenters (their config's image size).
 _DETECT_SIZE = 64
+# Prompt encoder and mask decoder of the tiny SAM and SAM 2 alike.
+_SAM_PROMPT_ENCODER = {"hidden_size": 32, "image_size": _DETECT_SIZE, "patch_size": 16}
+_SAM_MASK_DECODER = {
+    "hidden_size": 32,
+    "mlp_dim": 64,
+    "num_attention_heads": 2,
+    "iou_head_hidden_dim": 32,
+}
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+_PATH_AND_SEED_DOC = """
+    Args:
+        path: directory to write (created if missing).
+        seed: torch seed of the random initialisation.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
+    """
+
+
+def _builder(func: _F) -> _F:
+    """Mark a ``tiny_<family>(path, *, seed=0)`` builder: append its shared Args/Returns doc."""
+    func.__doc__ = f"{(func.__doc__ or '').rstrip()}\n{_PATH_AND_SEED_DOC}"
+    return func
 
 
 def _out_dir(path: PathLike) -> Path:
@@ -203,25 +227,21 @@ def _save_owl_tokenizer(out: Path) -> None:
 
 
 def _save_owl(out: Path, config_cls: Any, model_cls: Any, seed: int) -> Path:
-    text = {
-        "vocab_size": 514,
+    tower = {
         "hidden_size": 32,
         "intermediate_size": 37,
         "num_hidden_layers": 1,
         "num_attention_heads": 2,
+    }
+    text = {
+        **tower,
+        "vocab_size": 514,
         "max_position_embeddings": 16,
         "bos_token_id": 512,
         "eos_token_id": 513,
         "pad_token_id": 0,
     }
-    vision = {
-        "hidden_size": 32,
-        "intermediate_size": 37,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 2,
-        "image_size": _DETECT_SIZE,
-        "patch_size": 16,
-    }
+    vision = {**tower, "image_size": _DETECT_SIZE, "patch_size": 16}
     config = config_cls(
         text_config=text, vision_config=vision, projection_dim=32, initializer_range=0.02
     )
@@ -233,18 +253,12 @@ def _save_owl(out: Path, config_cls: Any, model_cls: Any, seed: int) -> Path:
 # -- image and text embedders ----------------------------------------------------------
 
 
+@_builder
 def tiny_dinov2(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny DINOv2 (``dinov2/*``): 2 layers of width 32 (a 32-d CLS), patch 14.
 
     Its config's ``image_size`` is 28; the backend's default 224 input works too
     (DINOv2 interpolates its position embeddings).
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
     """
     transformers = import_transformers()
     out = _out_dir(path)
@@ -253,16 +267,9 @@ def tiny_dinov2(path: PathLike, *, seed: int = 0) -> Path:
     return out
 
 
+@_builder
 def tiny_dinov3(path: PathLike, *, seed: int = 0) -> Path:
-    """Save a tiny DINOv3 ViT (``dinov3/*``): 2 layers of width 32, patch 16, 2 registers.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
-    """
+    """Save a tiny DINOv3 ViT (``dinov3/*``): 2 layers of width 32, patch 16, 2 registers."""
     transformers = import_transformers()
     out = _out_dir(path)
     config = transformers.DINOv3ViTConfig(
@@ -272,19 +279,13 @@ def tiny_dinov3(path: PathLike, *, seed: int = 0) -> Path:
     return out
 
 
+@_builder
 def tiny_clip(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny CLIP (``clip/*``): 32x32 input, 16-d embeddings, a word-level tokenizer.
 
     The directory also holds a ``preprocessor_config.json`` (shortest-edge 32 resize,
     32 x 32 center crop, as CLIP ships it); texts are tokenised over
     :data:`TINY_WORDS` with at most 77 tokens.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
     """
     transformers = import_transformers()
     out = _out_dir(path)
@@ -310,28 +311,19 @@ def tiny_clip(path: PathLike, *, seed: int = 0) -> Path:
         projection_dim=16,
     )
     _save_model(transformers.CLIPModel, config, out, seed)
-    processor_cls = getattr(transformers, "CLIPImageProcessorPil", None) or (
-        transformers.CLIPImageProcessor
-    )
-    processor_cls(
+    image_processor_class("CLIPImageProcessor")(
         size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
     ).save_pretrained(out)
     return out
 
 
+@_builder
 def tiny_siglip(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny SigLIP (``siglip/*`` and ``siglip2/*``): 32x32 input, 32-d embeddings.
 
     ``model_type`` is ``siglip`` (the fixed-resolution kind both backends load). There
     is no ``preprocessor_config.json``: the backend's defaults apply. Texts are padded
     to 64 tokens over :data:`TINY_WORDS`.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
     """
     transformers = import_transformers()
     out = _out_dir(path)
@@ -351,16 +343,9 @@ def tiny_siglip(path: PathLike, *, seed: int = 0) -> Path:
     return out
 
 
+@_builder
 def tiny_sentence(path: PathLike, *, seed: int = 0) -> Path:
-    """Save a tiny BERT sentence encoder (``sentence/*``): 32-d, ``max_seq_length`` 48.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
-    """
+    """Save a tiny BERT sentence encoder (``sentence/*``): 32-d, ``max_seq_length`` 48."""
     transformers = import_transformers()
     out = _out_dir(path)
     vocab = _word_tokenizer(
@@ -383,18 +368,12 @@ def tiny_sentence(path: PathLike, *, seed: int = 0) -> Path:
 # -- detectors and segmenters ----------------------------------------------------------
 
 
+@_builder
 def tiny_owlvit(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny OWL-ViT detector (``owlvit/*``): 64x64 input, patch 16 (16 boxes).
 
     The tokenizer is CLIP's byte-level BPE without merges (every byte a token) with
     at most 16 tokens per query.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
     """
     transformers = import_transformers()
     return _save_owl(
@@ -402,22 +381,16 @@ def tiny_owlvit(path: PathLike, *, seed: int = 0) -> Path:
     )
 
 
+@_builder
 def tiny_owlv2(path: PathLike, *, seed: int = 0) -> Path:
-    """Save a tiny OWLv2 detector (``owlv2/*``): as :func:`tiny_owlvit`, ``model_type`` owlv2.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
-    """
+    """Save a tiny OWLv2 detector (``owlv2/*``): as :func:`tiny_owlvit`, ``model_type`` owlv2."""
     transformers = import_transformers()
     return _save_owl(
         _out_dir(path), transformers.Owlv2Config, transformers.Owlv2ForObjectDetection, seed
     )
 
 
+@_builder
 def tiny_grounding_dino(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny Grounding DINO (``grounding-dino/*``): Swin backbone, 20 queries.
 
@@ -425,13 +398,6 @@ def tiny_grounding_dino(path: PathLike, *, seed: int = 0) -> Path:
     treats as special (``[CLS]`` 101, ``[SEP]`` 102, ``.`` 1012, ``?`` 1029) and knows
     the words a, red, car, person, cat, dog, blue, ##s, the (ids 200-208); the model
     reads at most 32 text tokens. Frames are resized to shortest edge 48, longest 80.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
     """
     transformers = import_transformers()
     out = _out_dir(path)
@@ -482,16 +448,9 @@ def tiny_grounding_dino(path: PathLike, *, seed: int = 0) -> Path:
     return out
 
 
+@_builder
 def tiny_sam2(path: PathLike, *, seed: int = 0) -> Path:
-    """Save a tiny SAM 2 (``sam2/*``): a 4-stage Hiera backbone on 64x64 input.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
-    """
+    """Save a tiny SAM 2 (``sam2/*``): a 4-stage Hiera backbone on 64x64 input."""
     transformers = import_transformers()
     out = _out_dir(path)
     s = _DETECT_SIZE
@@ -513,36 +472,24 @@ def tiny_sam2(path: PathLike, *, seed: int = 0) -> Path:
     )
     config = transformers.Sam2Config(
         vision_config=vision,
-        prompt_encoder_config=transformers.Sam2PromptEncoderConfig(
-            hidden_size=32, image_size=s, patch_size=16
-        ),
-        mask_decoder_config=transformers.Sam2MaskDecoderConfig(
-            hidden_size=32, mlp_dim=64, num_attention_heads=2, iou_head_hidden_dim=32
-        ),
+        prompt_encoder_config=transformers.Sam2PromptEncoderConfig(**_SAM_PROMPT_ENCODER),
+        mask_decoder_config=transformers.Sam2MaskDecoderConfig(**_SAM_MASK_DECODER),
     )
     _save_model(transformers.Sam2Model, config, out, seed)
     return out
 
 
+@_builder
 def tiny_sam(path: PathLike, *, seed: int = 0) -> Path:
-    """Save a tiny SAM (``sam/*``): a 2-layer ViT image encoder on 64x64 input.
-
-    Args:
-        path: directory to write (created if missing).
-        seed: torch seed of the random initialisation.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`, ready for ``weights=``.
-    """
+    """Save a tiny SAM (``sam/*``): a 2-layer ViT image encoder on 64x64 input."""
     transformers = import_transformers()
     out = _out_dir(path)
-    s = _DETECT_SIZE
     config = transformers.SamConfig(
         vision_config=transformers.SamVisionConfig(
             hidden_size=32,
             num_hidden_layers=2,
             num_attention_heads=2,
-            image_size=s,
+            image_size=_DETECT_SIZE,
             patch_size=16,
             output_channels=32,
             window_size=2,
@@ -550,12 +497,8 @@ def tiny_sam(path: PathLike, *, seed: int = 0) -> Path:
             num_pos_feats=16,
             mlp_dim=64,
         ),
-        prompt_encoder_config=transformers.SamPromptEncoderConfig(
-            hidden_size=32, image_size=s, patch_size=16
-        ),
-        mask_decoder_config=transformers.SamMaskDecoderConfig(
-            hidden_size=32, mlp_dim=64, num_attention_heads=2, iou_head_hidden_dim=32
-        ),
+        prompt_encoder_config=transformers.SamPromptEncoderConfig(**_SAM_PROMPT_ENCODER),
+        mask_decoder_config=transformers.SamMaskDecoderConfig(**_SAM_MASK_DECODER),
     )
     _save_model(transformers.SamModel, config, out, seed)
     return out
@@ -693,10 +636,7 @@ def tiny_qwen_vl(
         patch = 16
     _save_model(model_cls, config, out, seed)
     factor = 2 * patch  # patch_size * merge_size
-    processor_cls = getattr(transformers, "Qwen2VLImageProcessorPil", None) or (
-        transformers.Qwen2VLImageProcessor
-    )
-    processor_cls(
+    image_processor_class("Qwen2VLImageProcessor")(
         patch_size=patch,
         merge_size=2,
         temporal_patch_size=2,

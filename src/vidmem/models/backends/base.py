@@ -6,7 +6,7 @@ Heavy imports (torch, transformers) go through :func:`import_torch` and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -84,6 +84,25 @@ class BackendBase:
             settings=dict(self.settings),
         )
 
+    # -- for the weight-free (classic) backends ------------------------------------------
+
+    def _refuse_weights(self, weights: Any, *, subject: str, instead: str) -> None:
+        """Refuse ``weights=`` for a weight-free backend; ``instead`` names a model backend."""
+        if weights is not None:
+            raise UserInputError(
+                f"{self.name}: {subject} has no weights; found weights={weights!r}",
+                hint=f"drop the weights argument, or choose {instead}",
+            )
+
+    def _check_settings(self, checks: Iterable[tuple[str, Any, bool, str]]) -> None:
+        """Raise :class:`UserInputError` on the first ``(key, value, ok, expected)`` not ``ok``."""
+        for key, value, ok, expected in checks:
+            if not ok:
+                raise UserInputError(
+                    f"{self.name}: setting {key} must be {expected}; found {value!r}",
+                    hint="omit it to use the documented default",
+                )
+
 
 def import_torch() -> Any:
     try:
@@ -106,6 +125,15 @@ def import_transformers() -> Any:
             hint="pip install 'vidmem[models]'",
         ) from exc
     return transformers
+
+
+def image_processor_class(name: str) -> Any:
+    """The numpy/PIL flavour of transformers' image processor ``name``.
+
+    transformers 5 names it ``<name>Pil``; in 4.x the plain ``<name>`` is the numpy one.
+    """
+    transformers = import_transformers()
+    return getattr(transformers, name + "Pil", None) or getattr(transformers, name)
 
 
 def torch_dtype(name: str) -> Any:

@@ -250,14 +250,10 @@ class ClassicEmbedder(BackendBase):
         size: int = 64,
         colour_weight: float | None = None,
     ) -> None:
-        if weights is not None:
-            raise UserInputError(
-                f"{self.name}: this classic embedder has no weights; found weights={weights!r}",
-                hint="drop the weights argument, or choose a model backend such as dinov2/small",
-            )
-        super().__init__(
-            weights=None, device=device, dtype=dtype, batch_size=batch_size
+        self._refuse_weights(
+            weights, subject="this classic embedder", instead="a model backend such as dinov2/small"
         )
+        super().__init__(weights=None, device=device, dtype=dtype, batch_size=batch_size)
         size = int(size)
         if size < 32 or (self.texture == "hog" and size % HOG_CELL):
             raise UserInputError(

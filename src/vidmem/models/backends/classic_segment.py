@@ -111,11 +111,9 @@ class _ClassicSegmenter(BackendBase):
     def __init__(
         self, *, weights: Any = None, device: str = "cpu", dtype: str = "float32", batch_size: int = 16
     ) -> None:
-        if weights is not None:
-            raise UserInputError(
-                f"{self.name}: this classic segmenter has no weights; found weights={weights!r}",
-                hint="drop the weights argument, or choose a model segmenter such as sam2/tiny",
-            )
+        self._refuse_weights(
+            weights, subject="this classic segmenter", instead="a model segmenter such as sam2/tiny"
+        )
         super().__init__(weights=None, device=device, dtype=dtype, batch_size=batch_size)
 
     def _mask(self, image: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
@@ -195,12 +193,7 @@ class GrabCutSegmenter(_ClassicSegmenter):
             ("max_side", max_side, int(max_side) >= 32, "an integer >= 32"),
             ("min_fraction", min_fraction, 0.0 <= min_fraction < 1.0, "in [0, 1)"),
         ]
-        for key, value, ok, expected in checks:
-            if not ok:
-                raise UserInputError(
-                    f"{self.name}: setting {key} must be {expected}; found {value!r}",
-                    hint="omit it to use the documented default",
-                )
+        self._check_settings(checks)
         self.iterations = int(iterations)
         self.margin = float(margin)
         self.max_side = int(max_side)

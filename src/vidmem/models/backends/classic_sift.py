@@ -143,11 +143,9 @@ class SiftDetector(BackendBase):
         n_features: int = 0,
         threshold: float = DEFAULT_THRESHOLD,
     ) -> None:
-        if weights is not None:
-            raise UserInputError(
-                f"{self.name}: classic/sift has no weights; found weights={weights!r}",
-                hint="drop the weights argument, or choose a model detector such as owlvit/base-patch32",
-            )
+        self._refuse_weights(
+            weights, subject="classic/sift", instead="a model detector such as owlvit/base-patch32"
+        )
         super().__init__(
             weights=None, device=device, dtype=dtype, batch_size=batch_size
         )
@@ -161,12 +159,7 @@ class SiftDetector(BackendBase):
             ("n_features", n_features, int(n_features) >= 0, ">= 0"),
             ("threshold", threshold, 0.0 <= threshold <= 1.0, "in [0, 1]"),
         ]
-        for key, value, ok, expected in checks:
-            if not ok:
-                raise UserInputError(
-                    f"{self.name}: setting {key} must be {expected}; found {value!r}",
-                    hint="omit it to use the documented default",
-                )
+        self._check_settings(checks)
         self.ratio = float(ratio)
         self.ransac_px = float(ransac_px)
         self.min_inliers = int(min_inliers)

@@ -104,11 +104,7 @@ class TfidfTextEmbedder(BackendBase):
         ngram_range: tuple[int, int] = (3, 5),
         corpus: Iterable[str] | None = None,
     ) -> None:
-        if weights is not None:
-            raise UserInputError(
-                f"{self.name}: classic/tfidf has no weights; found weights={weights!r}",
-                hint="drop the weights argument, or choose a model text embedder",
-            )
+        self._refuse_weights(weights, subject="classic/tfidf", instead="a model text embedder")
         super().__init__(
             weights=None, device=device, dtype=dtype, batch_size=batch_size
         )

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from vidmem.errors import UserInputError
-from vidmem.models.backends.base import import_transformers
+from vidmem.models.backends.base import image_processor_class
 from vidmem.models.backends.hf_images import (
     HFEmbedderBase,
     check_images,
@@ -176,9 +176,7 @@ class ClipBackend(HFEmbedderBase):
     # -- images ---------------------------------------------------------------------
 
     def _build_processor(self, path: Path, image_size: int | None) -> Any:
-        transformers = import_transformers()
-        base = self._spec.processor
-        cls = getattr(transformers, base + "Pil", None) or getattr(transformers, base)
+        cls = image_processor_class(self._spec.processor)
         side = image_size
         has_config = (path / "preprocessor_config.json").is_file()
         if side is None and not has_config:

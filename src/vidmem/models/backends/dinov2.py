@@ -81,13 +81,7 @@ class Dinov2Embedder(HFEmbedderBase):
         )
         self._resample = resample_filter(resample, where=self.name)
         self._load_model()
-        patch = int(self.config.get("patch_size", 14))
-        if image_size < patch or image_size % patch:
-            raise UserInputError(
-                f"backend '{self.name}': image_size must be a positive multiple of the patch "
-                f"size {patch}, found {image_size}",
-                hint="use 224 (official) or another multiple of 14",
-            )
+        self._check_patch_multiple(image_size, default_patch=14)
         if resize_size is None:
             resize_size = int(image_size * 256 / 224)
         if resize_size < image_size:

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from vidmem.errors import UserInputError
 from vidmem.models.backends.hf_images import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -71,13 +70,7 @@ class Dinov3Embedder(HFEmbedderBase):
         )
         self._resample = resample_filter(resample, where=self.name)
         self._load_model()
-        patch = int(self.config.get("patch_size", 16))
-        if image_size < patch or image_size % patch:
-            raise UserInputError(
-                f"backend '{self.name}': image_size must be a positive multiple of the patch "
-                f"size {patch}, found {image_size}",
-                hint="use 224 (official) or another multiple of 16",
-            )
+        self._check_patch_multiple(image_size, default_patch=16)
         self.image_size = int(image_size)
         self.dim = int(self.config["hidden_size"])
         self.settings = {

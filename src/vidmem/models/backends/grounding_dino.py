@@ -44,22 +44,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from vidmem.errors import MissingDependencyError, UserInputError
-from vidmem.models.backends.base import BackendBase, batched, import_torch
+from vidmem.models.backends.base import batched
 from vidmem.models.backends.hf_detection import (
+    HFDetectionBase,
     check_images,
     check_text_queries,
     check_threshold,
-    finalize_detections,
-    load_hf_model,
     load_tokenizer,
-    normalize_to_chw,
-    preprocessor_mean_std,
-    read_preprocessor_config,
-    relative_boxes_to_pixels,
+    query_detections,
+    resize_to_chw,
 )
-from vidmem.models.backends.hf_images import IMAGENET_MEAN, IMAGENET_STD, resize
+from vidmem.models.backends.hf_images import IMAGENET_MEAN, IMAGENET_STD
 from vidmem.models.protocols import Detection
 
 __all__ = [
@@ -182,14 +180,10 @@ def grounding_dino_pixels(
     std: Sequence[float] = IMAGENET_STD,
 ) -> np.ndarray:
     """Resize one frame to ``out_size = (h, w)`` (PIL bilinear), normalise -> ``float32 (3, h, w)``."""
-    from PIL import Image
-
-    h, w = out_size
-    image = resize(image, (h, w), Image.Resampling.BILINEAR)
-    return normalize_to_chw(image.astype(np.float32) / 255.0, mean, std)
+    return resize_to_chw(image, out_size, Image.Resampling.BILINEAR, mean, std)
 
 
-class GroundingDinoDetector(BackendBase):
+class GroundingDinoDetector(HFDetectionBase):
     """Grounding DINO (``GroundingDinoForObjectDetection``); see the module docstring.
 
     Args:
@@ -203,10 +197,11 @@ class GroundingDinoDetector(BackendBase):
     """
 
     name = "grounding-dino/custom"
-    default_weights: str | None = None
-    official = False
     supports_text = True
     supports_image_query = False
+
+    _model_class = "GroundingDinoForObjectDetection"
+    _model_types = ("grounding-dino",)
 
     default_threshold = 0.35
     default_text_threshold = 0.25
@@ -231,8 +226,6 @@ class GroundingDinoDetector(BackendBase):
             where=where,
             name="text_threshold",
         )
-        if weights is None and self.default_weights is None:
-            raise UserInputError(f"{where}: weights= is required for this class")
         super().__init__(
             weights=weights,
             device=device,
@@ -245,15 +238,6 @@ class GroundingDinoDetector(BackendBase):
         self.threshold = thr
         self.text_threshold = text_thr
         assert self.weights_path is not None
-        self._torch = import_torch()
-        self.model = load_hf_model(
-            "GroundingDinoForObjectDetection",
-            self.weights_path,
-            backend=self.name,
-            device=device,
-            dtype=dtype,
-            model_types=("grounding-dino",),
-        )
         self.tokenizer = load_tokenizer(self.weights_path, backend=self.name)
         if not getattr(self.tokenizer, "is_fast", False):
             raise MissingDependencyError(
@@ -262,14 +246,12 @@ class GroundingDinoDetector(BackendBase):
                 hint="make sure tokenizer.json is present, or pip install -U tokenizers transformers",
             )
         self.max_text_len = int(self.model.config.max_text_len)
-        pre = read_preprocessor_config(self.weights_path)
+        pre = self._read_preprocessing(IMAGENET_MEAN, IMAGENET_STD)
         size = pre.get("size") or {}
         shortest = size.get("shortest_edge", 800) if isinstance(size, dict) else 800
         longest = size.get("longest_edge", 1333) if isinstance(size, dict) else 1333
         self.shortest_edge = int(shortest)
         self.longest_edge = None if longest is None else int(longest)
-        self.image_mean, self.image_std = preprocessor_mean_std(pre, IMAGENET_MEAN, IMAGENET_STD)
-        self._param = next(self.model.parameters())
         self.settings.update(
             shortest_edge=self.shortest_edge,
             longest_edge=self.longest_edge,
@@ -341,6 +323,7 @@ class GroundingDinoDetector(BackendBase):
         frames = check_images(images, where=where)
         queries = check_text_queries(text_queries, where=where)
         thr = self.threshold if threshold is None else check_threshold(threshold, where=where)
+        min_score = max(thr, self.text_threshold)  # a box must beat both thresholds
         tensors, phrase_of = self._encode(queries, where)
         if not frames:
             return []
@@ -364,9 +347,7 @@ class GroundingDinoDetector(BackendBase):
                         for i in chunk
                     ]
                 )
-                pixel_values = torch.from_numpy(arr).to(
-                    device=self._param.device, dtype=self._param.dtype
-                )
+                pixel_values = self._model_input(arr)
                 pixel_mask = torch.ones(
                     (n, size[0], size[1]), dtype=torch.long, device=self._param.device
                 )
@@ -386,14 +367,8 @@ class GroundingDinoDetector(BackendBase):
                     if len(tokens):
                         phrase_probs[..., p] = probs[..., tokens].max(axis=-1)
                 for k, i in enumerate(chunk):
-                    score = phrase_probs[k].max(axis=-1)
-                    best = phrase_probs[k].argmax(axis=-1)
-                    keep = (score > thr) & (score > self.text_threshold)
-                    height, width = frames[i].shape[:2]
-                    pixel_boxes = relative_boxes_to_pixels(boxes[k][keep], width, height)
-                    labels = [queries[int(p)] for p in best[keep]]
-                    results[i] = finalize_detections(
-                        pixel_boxes, score[keep], labels, width, height
+                    results[i] = query_detections(
+                        frames[i], phrase_probs[k], boxes[k], queries, min_score
                     )
         return [r if r is not None else [] for r in results]
 

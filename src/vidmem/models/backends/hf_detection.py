@@ -2,12 +2,16 @@
 Grounding DINO, SAM, SAM 2).
 
 * **Input checks**: frames (:func:`check_images`, which keeps the caller's array
-  objects), score and IoU thresholds, text queries; mean/std normalisation to CHW.
-* **Checkpoint loading** from a local directory (never the network):
-  ``preprocessor_config.json`` and its mean/std, the model with a ``model_type``
-  check, the tokenizer.
+  objects), score and IoU thresholds, text queries; resize + mean/std normalisation to CHW.
+* **The common base** :class:`HFDetectionBase`: weights required, the model loaded from
+  a local directory (never the network) with a ``model_type`` check, the preprocessor's
+  mean/std, numpy batches moved to the model's device. The checkpoint readers
+  (:func:`load_hf_model`, :func:`load_tokenizer`, :func:`read_preprocessor_config`,
+  :func:`preprocessor_mean_std`) live in :mod:`vidmem.models.backends.hf_checkpoint`
+  and are re-exported here.
 * **Box maths**: centre/size to corners, model-normalised boxes to frame pixels, greedy
-  NMS, and the final clip / drop-empty / sort step that makes :class:`Detection` lists.
+  NMS, the final clip / drop-empty / sort step that makes :class:`Detection` lists, and
+  :func:`query_detections`, which does it all for one frame's per-query probabilities.
 
 The embedders' counterpart is :mod:`vidmem.models.backends.hf_images`; torch and
 transformers are imported lazily through :mod:`vidmem.models.backends.base`.
@@ -15,21 +19,27 @@ transformers are imported lazily through :mod:`vidmem.models.backends.base`.
 
 from __future__ import annotations
 
-import json
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
-from vidmem.errors import MissingDependencyError, UserInputError
+from vidmem.errors import UserInputError
 from vidmem.models.backends import image_checks
-from vidmem.models.backends.base import import_torch, import_transformers, torch_dtype
-from vidmem.models.backends.hf_images import normalise
+from vidmem.models.backends.base import BackendBase, import_torch
+from vidmem.models.backends.hf_checkpoint import (
+    load_hf_model,
+    load_tokenizer,
+    preprocessor_mean_std,
+    read_preprocessor_config,
+)
+from vidmem.models.backends.hf_images import normalise, resize
 from vidmem.models.protocols import Detection
 
 __all__ = [
+    "HFDetectionBase",
     "check_images",
     "check_text_queries",
     "check_threshold",
@@ -41,8 +51,10 @@ __all__ = [
     "normalize_to_chw",
     "padded_square_boxes_to_pixels",
     "preprocessor_mean_std",
+    "query_detections",
     "read_preprocessor_config",
     "relative_boxes_to_pixels",
+    "resize_to_chw",
 ]
 
 
@@ -117,130 +129,72 @@ def normalize_to_chw(
     return np.ascontiguousarray(out.transpose(2, 0, 1), dtype=np.float32)
 
 
+def resize_to_chw(
+    image: np.ndarray,
+    size: tuple[int, int],
+    resample: Image.Resampling,
+    mean: Sequence[float],
+    std: Sequence[float],
+) -> np.ndarray:
+    """Resize a ``uint8 (H, W, 3)`` frame to ``size = (h, w)`` with PIL (on uint8), scale to
+    [0, 1] and normalise: ``float32 (3, h, w)``, the transformers PIL processors' arithmetic."""
+    resized = resize(image, size, resample)
+    return normalize_to_chw(resized.astype(np.float32) / 255.0, mean, std)
+
+
 # --------------------------------------------------------------------------------------
-# Checkpoint loading
+# The detectors' and segmenters' common base
 # --------------------------------------------------------------------------------------
 
 
-def read_preprocessor_config(path: str | Path) -> dict[str, Any]:
-    """Return ``preprocessor_config.json`` of a weights directory, or ``{}`` if absent."""
-    file = Path(path) / "preprocessor_config.json"
-    if not file.is_file():
-        return {}
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserInputError(
-            f"{file}: not readable as JSON ({exc})",
-            hint="re-fetch the weights with `vidmem models fetch`",
-        ) from exc
-    return data if isinstance(data, dict) else {}
+class HFDetectionBase(BackendBase):
+    """A transformers detector or segmenter: weights required, model loaded in ``__init__``.
 
-
-def preprocessor_mean_std(
-    pre: dict[str, Any], mean: tuple[float, ...], std: tuple[float, ...]
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """``image_mean`` / ``image_std`` from a preprocessor config, else the given defaults."""
-    got_mean = pre.get("image_mean", mean)
-    got_std = pre.get("image_std", std)
-    if isinstance(got_mean, (int, float)):
-        got_mean = [got_mean] * 3
-    if isinstance(got_std, (int, float)):
-        got_std = [got_std] * 3
-    return tuple(float(v) for v in got_mean), tuple(float(v) for v in got_std)
-
-
-def load_hf_model(
-    class_name: str,
-    path: Path,
-    *,
-    backend: str,
-    device: str,
-    dtype: str,
-    model_types: Sequence[str],
-) -> Any:
-    """Load ``transformers.<class_name>`` from a local directory, in eval mode.
-
-    Args:
-        class_name: e.g. ``"OwlViTForObjectDetection"``.
-        path: local weights directory (``config.json`` + safetensors).
-        backend: registry name, for messages.
-        device: torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``...).
-        dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
-        model_types: accepted ``config.json`` ``model_type`` values.
-
-    Raises:
-        MissingDependencyError: transformers lacks the class, or the directory holds no
-            loadable model.
-        UserInputError: the directory holds a different model family, or the device or
-            dtype is not valid.
+    Subclasses set ``_model_class`` (the ``transformers`` attribute to load) and
+    ``_model_types`` (accepted ``config.json`` ``model_type`` values), pass their settings
+    for the run log to ``super().__init__``, then call :meth:`_read_preprocessing`.
     """
-    transformers = import_transformers()
-    torch = import_torch()
-    cls = getattr(transformers, class_name, None)
-    if cls is None:
-        raise MissingDependencyError(
-            f"backend '{backend}': the installed transformers {transformers.__version__} has no "
-            f"{class_name}",
-            hint="upgrade transformers: pip install -U 'transformers>=4.56'",
-        )
-    config_file = Path(path) / "config.json"
-    if not config_file.is_file():
-        raise MissingDependencyError(
-            f"backend '{backend}': '{path}' has no config.json; expected a transformers model "
-            "directory (config.json + model.safetensors)",
-            hint=f"run `vidmem models fetch {backend} --to DIR` and pass weights=DIR/<org>--<name>",
-        )
-    try:
-        model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
-    except (OSError, json.JSONDecodeError, AttributeError) as exc:
-        raise UserInputError(f"{config_file}: not a readable JSON object ({exc})") from exc
-    if model_type not in model_types:
-        raise UserInputError(
-            f"backend '{backend}': weights at '{path}' are a '{model_type}' model, expected "
-            f"model_type {' or '.join(repr(t) for t in model_types)}",
-            hint="pass weights of this model family, or choose the backend matching these weights",
-        )
-    dt = torch_dtype(dtype)
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise UserInputError(
-            f"backend '{backend}': device '{device}' is not a torch device ({exc})",
-            hint="use 'cpu', 'cuda', 'cuda:0' or 'mps'",
-        ) from exc
-    try:
-        model, loading = cls.from_pretrained(
-            str(path), local_files_only=True, output_loading_info=True
-        )
-    except (OSError, ValueError) as exc:
-        raise MissingDependencyError(
-            f"backend '{backend}': could not load {class_name} from '{path}': {exc}",
-            hint=f"re-fetch with `vidmem models fetch {backend} --to DIR`",
-        ) from exc
-    missing = sorted(loading.get("missing_keys", ()) if isinstance(loading, dict) else ())
-    if missing:
-        warnings.warn(
-            f"backend '{backend}': {len(missing)} weights missing from '{path}' were randomly "
-            f"initialised (first: {', '.join(missing[:5])}); scores from this model are not "
-            "meaningful",
-            stacklevel=3,
-        )
-    model.to(device=dev, dtype=dt)
-    model.eval()
-    return model
 
+    default_weights: str | None = None
+    official = False
 
-def load_tokenizer(path: Path, *, backend: str) -> Any:
-    """Load the tokenizer saved next to the weights (never downloads)."""
-    transformers = import_transformers()
-    try:
-        return transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError, TypeError) as exc:
-        raise MissingDependencyError(
-            f"backend '{backend}': no usable tokenizer files in '{path}' ({exc})",
-            hint=f"fetch the full checkpoint (tokenizer included) with `vidmem models fetch {backend} --to DIR`",
-        ) from exc
+    _model_class = ""
+    _model_types: tuple[str, ...] = ()
+
+    image_mean: tuple[float, ...]
+    image_std: tuple[float, ...]
+
+    def __init__(self, *, weights: str | Path | None = None, **kwargs: Any) -> None:
+        """``kwargs``: :class:`BackendBase`'s (device, dtype, ...) and the run-log settings."""
+        if weights is None and self.default_weights is None:
+            raise UserInputError(f"{self.name}: weights= is required for this class")
+        super().__init__(weights=weights, **kwargs)
+        assert self.weights_path is not None
+        self._torch = import_torch()
+        self.model = load_hf_model(
+            self._model_class,
+            self.weights_path,
+            backend=self.name,
+            device=self.device,
+            dtype=self.dtype,
+            model_types=self._model_types,
+            stacklevel=4,  # the caller of the subclass's __init__, as before this base existed
+        )
+        self._param = next(self.model.parameters())
+
+    def _read_preprocessing(
+        self, mean: tuple[float, ...], std: tuple[float, ...]
+    ) -> dict[str, Any]:
+        """Set ``image_mean``/``image_std`` from ``preprocessor_config.json`` (else ``mean``,
+        ``std``); return that config (``{}`` if absent)."""
+        assert self.weights_path is not None
+        pre = read_preprocessor_config(self.weights_path)
+        self.image_mean, self.image_std = preprocessor_mean_std(pre, mean, std)
+        return pre
+
+    def _model_input(self, batch: np.ndarray) -> Any:
+        """A float32 ``(N, 3, H, W)`` numpy batch as a tensor on the model's device and dtype."""
+        return self._torch.from_numpy(batch).to(device=self._param.device, dtype=self._param.dtype)
 
 
 # --------------------------------------------------------------------------------------
@@ -371,3 +325,43 @@ def finalize_detections(
             box = (float(b[i, 0]), float(b[i, 1]), float(b[i, 2]), float(b[i, 3]))
             out.append(Detection(box=box, score=float(s[i]), label=str(labels[i])))
     return out
+
+
+def query_detections(
+    frame: np.ndarray,
+    probs: np.ndarray,
+    boxes: np.ndarray,
+    queries: Sequence[str],
+    threshold: float,
+    *,
+    to_pixels: Callable[[np.ndarray, int, int], np.ndarray] = relative_boxes_to_pixels,
+    nms_iou: float | None = None,
+) -> list[Detection]:
+    """One frame's detections from the model's per-box, per-query probabilities.
+
+    Each box takes its best query: ``score`` is that query's probability and ``label`` the
+    query; boxes with ``score > threshold`` are kept, mapped to frame pixels by
+    ``to_pixels``, thinned by greedy NMS when ``nms_iou`` is given, then clipped, filtered
+    and sorted by :func:`finalize_detections`.
+
+    Args:
+        frame: the ``(H, W, 3)`` frame the boxes belong to.
+        probs: ``(boxes, queries)`` probabilities.
+        boxes: ``(boxes, 4)`` model-normalised ``(cx, cy, w, h)``.
+        queries: the label of each query column.
+        threshold: a box is kept when its score is strictly above it.
+        to_pixels: ``(boxes, W, H) -> pixel corners``.
+        nms_iou: greedy-NMS IoU threshold, or ``None`` for no NMS.
+    """
+    score = probs.max(axis=-1)
+    best = probs.argmax(axis=-1)
+    keep = score > threshold
+    labels = [queries[int(q)] for q in best[keep]]
+    height, width = frame.shape[:2]
+    pixel_boxes = to_pixels(boxes[keep], width, height)
+    scores = score[keep]
+    if nms_iou is not None and len(scores):
+        kept = greedy_nms(pixel_boxes, scores, nms_iou)
+        pixel_boxes, scores = pixel_boxes[kept], scores[kept]
+        labels = [labels[i] for i in kept]
+    return finalize_detections(pixel_boxes, scores, labels, width, height)

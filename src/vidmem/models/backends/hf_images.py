@@ -8,10 +8,11 @@ Two halves:
   stacking into an ``(N, 3, H, W)`` float32 batch. The arithmetic follows the
   transformers image processors (``get_resize_output_image_size`` and ``center_crop``
   in ``transformers.image_transforms``), so the numbers match the official pipelines.
-* **Torch plumbing** for :class:`HFEmbedderBase`: reading ``config.json``, loading a
-  model with ``from_pretrained`` from the resolved local directory (never the network),
-  device/dtype placement, eval mode, batched inference under ``torch.inference_mode()``
-  and L2 normalisation to float32 numpy.
+* **Torch plumbing** for :class:`HFEmbedderBase`: checking ``config.json``'s model type,
+  loading a model with ``from_pretrained`` from the resolved local directory (never the
+  network), device/dtype placement, eval mode, batched inference under
+  ``torch.inference_mode()`` and L2 normalisation to float32 numpy. The checkpoint files
+  themselves are read by :mod:`vidmem.models.backends.hf_checkpoint`.
 
 torch and transformers are imported lazily through :mod:`vidmem.models.backends.base`,
 so importing this module needs numpy and Pillow only.
@@ -19,7 +20,6 @@ so importing this module needs numpy and Pillow only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,11 @@ from vidmem.models.backends.base import (
     import_torch,
     import_transformers,
     torch_dtype,
+)
+from vidmem.models.backends.hf_checkpoint import (  # noqa: F401 (re-exported: they lived here)
+    load_tokenizer,
+    read_config,
+    read_json_if_present,
 )
 from vidmem.models.backends.image_checks import check_images as check_images  # re-exported
 
@@ -212,40 +217,6 @@ def to_nchw(images: Sequence[np.ndarray]) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 
-def read_config(path: Path, *, backend: str) -> dict[str, Any]:
-    """Read ``config.json`` of a local transformers model directory.
-
-    Raises:
-        MissingDependencyError: the directory has no readable ``config.json``.
-    """
-    config_file = Path(path) / "config.json"
-    if not config_file.is_file():
-        raise MissingDependencyError(
-            f"backend '{backend}': weights directory '{path}' has no config.json, so it is "
-            "not a transformers model directory",
-            hint=f"point weights= at the folder that holds config.json and the weight files, or "
-            f"run `vidmem models fetch {backend} --to DIR` on a machine with hub access",
-        )
-    try:
-        return json.loads(config_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MissingDependencyError(
-            f"backend '{backend}': cannot read '{config_file}': {exc}",
-            hint="re-download the weights; the file is damaged",
-        ) from exc
-
-
-def read_json_if_present(path: Path, name: str) -> dict[str, Any] | None:
-    """Return the parsed ``path/name`` JSON file, or ``None`` when it is absent."""
-    file = Path(path) / name
-    if not file.is_file():
-        return None
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserInputError(f"cannot read '{file}': {exc}", hint="fix or delete the file") from exc
-
-
 def l2_normalise_rows(features: Any) -> np.ndarray:
     """L2-normalise a ``(N, D)`` torch tensor row-wise in float32; return numpy float32."""
     feats = features.detach().float()
@@ -280,6 +251,8 @@ class HFEmbedderBase(BackendBase):
 
     model_class: str = ""
     model_types: tuple[str, ...] = ()
+    #: the hint of the error for weights of another ``model_type``
+    _wrong_model_hint = "pick the backend that matches these weights (`vidmem list backends`)"
 
     model: Any
     config: dict[str, Any]
@@ -325,17 +298,25 @@ class HFEmbedderBase(BackendBase):
             )
         return device
 
-    def _load_model(self) -> Any:
-        """Load ``model_class`` from the weights directory; set ``self.model``/``self.config``."""
-        path = self._check_weights()
+    def _read_config(self, path: Path) -> dict[str, Any]:
+        """Read ``config.json`` into ``self.config``; its ``model_type`` must be accepted."""
         self.config = read_config(path, backend=self.name)
         model_type = self.config.get("model_type")
         if self.model_types and model_type not in self.model_types:
             raise UserInputError(
                 f"backend '{self.name}': weights '{path}' hold a '{model_type}' model, expected "
                 f"model_type {' or '.join(repr(t) for t in self.model_types)}",
-                hint="pick the backend that matches these weights (`vidmem list backends`)",
+                hint=self._wrong_model_hint,
             )
+        return self.config
+
+    def _load_model(self) -> Any:
+        """Load ``model_class`` from the weights directory; set ``self.model``/``self.config``.
+
+        Unlike the detectors' ``load_hf_model``: loads in ``dtype`` directly, refuses an
+        unusable CUDA device up front, and does not warn about missing weights."""
+        path = self._check_weights()
+        self._read_config(path)
         transformers = import_transformers()
         dtype = torch_dtype(self.dtype)
         device = self._torch_device()
@@ -352,6 +333,16 @@ class HFEmbedderBase(BackendBase):
         self._device = device
         self._dtype = dtype
         return self.model
+
+    def _check_patch_multiple(self, image_size: int, default_patch: int) -> None:
+        """Refuse an ``image_size`` that is not a positive multiple of the model's patch size."""
+        patch = int(self.config.get("patch_size", default_patch))
+        if image_size < patch or image_size % patch:
+            raise UserInputError(
+                f"backend '{self.name}': image_size must be a positive multiple of the patch "
+                f"size {patch}, found {image_size}",
+                hint=f"use 224 (official) or another multiple of {default_patch}",
+            )
 
     def _run_batched(
         self, items: Sequence[Any], encode: Callable[[Sequence[Any]], Any], dim: int
@@ -407,46 +398,3 @@ def check_texts(texts: Sequence[str], *, where: str) -> list[str]:
             raise UserInputError(f"{where}: text {i} must be a str, found {type(text).__name__}")
         out.append(text)
     return out
-
-
-_TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "vocab.json",
-    "vocab.txt",
-    "spiece.model",
-    "tokenizer.model",
-    "sentencepiece.bpe.model",
-)
-
-
-def load_tokenizer(path: Path, *, backend: str) -> Any:
-    """``AutoTokenizer.from_pretrained`` on a local directory, with clear errors.
-
-    The directory must hold tokenizer files: transformers 5 otherwise builds an *empty*
-    tokenizer from the model type without complaint, which would embed every text as
-    unknown tokens.
-    """
-    present = [name for name in _TOKENIZER_FILES if (Path(path) / name).is_file()]
-    if not present:
-        raise MissingDependencyError(
-            f"backend '{backend}': no tokenizer files in '{path}' (looked for "
-            f"{', '.join(_TOKENIZER_FILES)})",
-            hint="the weights folder must also hold the tokenizer (tokenizer.json + "
-            "tokenizer_config.json, or the vocab files); fetch the full hub snapshot",
-        )
-    transformers = import_transformers()
-    try:
-        return transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"backend '{backend}': the tokenizer in '{path}' needs a package that is not "
-            f"installed: {exc}",
-            hint="pip install sentencepiece (SigLIP's tokenizer), or provide a tokenizer.json",
-        ) from exc
-    except (OSError, ValueError, TypeError) as exc:
-        raise MissingDependencyError(
-            f"backend '{backend}': no usable tokenizer in '{path}': {exc}",
-            hint="the weights folder must also hold the tokenizer files (tokenizer.json + "
-            "tokenizer_config.json); fetch the full hub snapshot",
-        ) from exc

@@ -65,16 +65,9 @@ from pathlib import Path
 from typing import Any
 
 from vidmem.errors import MissingDependencyError, UserInputError
-from vidmem.models.backends.base import import_torch, import_transformers
-from vidmem.models.backends.hf_images import (
-    HFEmbedderBase,
-    check_images,
-    load_tokenizer,
-    read_config,
-    read_json_if_present,
-    resample_filter,
-    resize,
-)
+from vidmem.models.backends.base import image_processor_class, import_torch
+from vidmem.models.backends.hf_checkpoint import load_tokenizer, read_json_if_present
+from vidmem.models.backends.hf_images import HFEmbedderBase, check_images, resample_filter, resize
 from vidmem.models.backends.judge_common import Attempt, JudgeExchange, JudgeReply
 from vidmem.models.backends.judge_frames import shrunk_size
 from vidmem.models.protocols import JudgeRequest, JudgeResult
@@ -162,6 +155,10 @@ class QwenVLJudge(JudgeExchange, HFEmbedderBase):
     official = False
     #: ``model_type`` values this registry name accepts.
     model_types: tuple[str, ...] = tuple(MODEL_CLASSES)
+    _wrong_model_hint = (
+        "pick the judge that matches these weights (`vidmem list backends`); "
+        "judge/transformers takes any Qwen2-VL, Qwen2.5-VL or Qwen3-VL folder"
+    )
     _log = log
     _token_limit = "max_new_tokens"
 
@@ -223,16 +220,7 @@ class QwenVLJudge(JudgeExchange, HFEmbedderBase):
         # -- cheap checks first (config, tokenizer, template, image processor), then the
         # model, whose class is chosen by config.json's model_type
         path = self._check_weights()
-        self.config = read_config(path, backend=self.name)
-        model_type = self.config.get("model_type")
-        if model_type not in self.model_types:
-            raise UserInputError(
-                f"backend '{self.name}': weights '{path}' hold a '{model_type}' model, expected "
-                f"model_type {' or '.join(repr(t) for t in self.model_types)}",
-                hint="pick the judge that matches these weights (`vidmem list backends`); "
-                "judge/transformers takes any Qwen2-VL, Qwen2.5-VL or Qwen3-VL folder",
-            )
-        self.model_type = str(model_type)
+        self.model_type = str(self._read_config(path).get("model_type"))
         self.model_class = MODEL_CLASSES[self.model_type]
         self.tokenizer = load_tokenizer(path, backend=self.name)
         self.chat_template = self._find_chat_template(path)
@@ -289,12 +277,7 @@ class QwenVLJudge(JudgeExchange, HFEmbedderBase):
                 "image preprocessing (patch size, pixel bounds, mean/std) is unknown",
                 hint="fetch the full hub snapshot of the model, not only the weights",
             )
-        transformers = import_transformers()
-        # transformers 5: the PIL/numpy backend; 4.x: the slow class is the numpy one.
-        cls = (
-            getattr(transformers, "Qwen2VLImageProcessorPil", None)
-            or transformers.Qwen2VLImageProcessor
-        )
+        cls = image_processor_class("Qwen2VLImageProcessor")
         overrides: dict[str, int] = {}
         if min_pixels is not None:
             overrides["min_pixels"] = min_pixels

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from vidmem.models.backends.hf_detection import normalize_to_chw
-from vidmem.models.backends.hf_images import CLIP_MEAN, CLIP_STD, resize
+from vidmem.models.backends.hf_detection import normalize_to_chw, resize_to_chw
+from vidmem.models.backends.hf_images import CLIP_MEAN, CLIP_STD
 
 __all__ = ["owlv2_pixels", "owlvit_pixels"]
 
@@ -40,8 +40,7 @@ def owlvit_pixels(
     Returns:
         ``float32 (3, size, size)``.
     """
-    resized = resize(image, (size, size), Image.Resampling.BICUBIC)
-    return normalize_to_chw(np.asarray(resized, dtype=np.float32) / 255.0, mean, std)
+    return resize_to_chw(image, (size, size), Image.Resampling.BICUBIC, mean, std)
 
 
 def owlv2_pixels(

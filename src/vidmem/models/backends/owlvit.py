@@ -60,8 +60,9 @@ from typing import Any
 import numpy as np
 
 from vidmem.errors import UserInputError
-from vidmem.models.backends.base import BackendBase, batched, import_torch
+from vidmem.models.backends.base import batched
 from vidmem.models.backends.hf_detection import (
+    HFDetectionBase,
     check_images,
     check_text_queries,
     check_threshold,
@@ -73,6 +74,7 @@ from vidmem.models.backends.hf_detection import (
     normalize_to_chw,
     padded_square_boxes_to_pixels,
     preprocessor_mean_std,
+    query_detections,
     read_preprocessor_config,
     relative_boxes_to_pixels,
 )
@@ -111,7 +113,7 @@ __all__ = [
 IMAGE_QUERY_LABEL = "image_query"
 
 
-class OwlVitDetector(BackendBase):
+class OwlVitDetector(HFDetectionBase):
     """OWL-ViT detector (``OwlViTForObjectDetection``); see the module docstring.
 
     Args:
@@ -127,8 +129,6 @@ class OwlVitDetector(BackendBase):
     """
 
     name = "owlvit/custom"
-    default_weights: str | None = None
-    official = False
     supports_text = True
     supports_image_query = True
 
@@ -170,8 +170,6 @@ class OwlVitDetector(BackendBase):
             if text_nms_iou is None
             else check_threshold(text_nms_iou, where=where, name="text_nms_iou")
         )
-        if weights is None and self.default_weights is None:
-            raise UserInputError(f"{where}: weights= is required for this class")
         super().__init__(
             weights=weights,
             device=device,
@@ -189,15 +187,6 @@ class OwlVitDetector(BackendBase):
         self.image_nms_iou = img_nms
         self.text_nms_iou = txt_nms
         assert self.weights_path is not None
-        self._torch = import_torch()
-        self.model = load_hf_model(
-            self._model_class,
-            self.weights_path,
-            backend=self.name,
-            device=device,
-            dtype=dtype,
-            model_types=self._model_types,
-        )
         self.tokenizer = load_tokenizer(self.weights_path, backend=self.name)
         config = self.model.config
         image_size = config.vision_config.image_size
@@ -205,9 +194,7 @@ class OwlVitDetector(BackendBase):
             image_size[0] if isinstance(image_size, (list, tuple)) else image_size
         )
         self.max_text_length = int(config.text_config.max_position_embeddings)
-        pre = read_preprocessor_config(self.weights_path)
-        self.image_mean, self.image_std = preprocessor_mean_std(pre, CLIP_MEAN, CLIP_STD)
-        self._param = next(self.model.parameters())
+        self._read_preprocessing(CLIP_MEAN, CLIP_STD)
         self.settings.update(
             image_size=self.image_size,
             image_mean=list(self.image_mean),
@@ -228,8 +215,22 @@ class OwlVitDetector(BackendBase):
         return relative_boxes_to_pixels(boxes, width, height)
 
     def _pixels(self, frames: Sequence[np.ndarray]) -> Any:
-        batch = np.stack([self._pixel_array(f) for f in frames])
-        return self._torch.from_numpy(batch).to(device=self._param.device, dtype=self._param.dtype)
+        return self._model_input(np.stack([self._pixel_array(f) for f in frames]))
+
+    def _finish(
+        self,
+        frames: Sequence[np.ndarray],
+        probs: np.ndarray,
+        boxes: np.ndarray,
+        labels: list[str],
+        thr: float,
+        nms_iou: float | None,
+    ) -> list[list[Detection]]:
+        """Per frame, :func:`query_detections` with this model's box convention."""
+        return [
+            query_detections(f, p, b, labels, thr, to_pixels=self._to_pixels, nms_iou=nms_iou)
+            for f, p, b in zip(frames, probs, boxes, strict=True)
+        ]
 
     # -- detection ---------------------------------------------------------------------
 
@@ -275,22 +276,6 @@ class OwlVitDetector(BackendBase):
             return []
         return self._detect_image(frames, query, thr)
 
-    def _finish(
-        self,
-        frame: np.ndarray,
-        boxes: np.ndarray,
-        scores: np.ndarray,
-        labels: list[str],
-        nms_iou: float | None,
-    ) -> list[Detection]:
-        height, width = frame.shape[:2]
-        pixel_boxes = self._to_pixels(boxes, width, height)
-        if nms_iou is not None and len(scores):
-            keep = greedy_nms(pixel_boxes, scores, nms_iou)
-            pixel_boxes, scores = pixel_boxes[keep], scores[keep]
-            labels = [labels[i] for i in keep]
-        return finalize_detections(pixel_boxes, scores, labels, width, height)
-
     def _detect_text(
         self, frames: list[np.ndarray], queries: list[str], thr: float
     ) -> list[list[Detection]]:
@@ -316,12 +301,7 @@ class OwlVitDetector(BackendBase):
                 )
                 probs = torch.sigmoid(out.logits.float()).cpu().numpy()  # (n, patches, queries)
                 boxes = out.pred_boxes.float().cpu().numpy()  # (n, patches, 4) cxcywh in [0, 1]
-            for frame, p, b in zip(batch, probs, boxes, strict=True):
-                best = p.argmax(axis=-1)
-                score = p.max(axis=-1)
-                keep = score > thr
-                labels = [queries[int(q)] for q in best[keep]]
-                results.append(self._finish(frame, b[keep], score[keep], labels, self.text_nms_iou))
+            results.extend(self._finish(batch, probs, boxes, queries, thr, self.text_nms_iou))
         return results
 
     def _detect_image(
@@ -346,12 +326,10 @@ class OwlVitDetector(BackendBase):
                 feats = feature_map.reshape(n, h * w, d)
                 logits, _ = model.class_predictor(feats, query_embeds.expand(n, -1, -1))
                 boxes = model.box_predictor(feats, feature_map)
-                probs = torch.sigmoid(logits.float())[..., 0].cpu().numpy()  # (n, patches)
+                probs = torch.sigmoid(logits.float()).cpu().numpy()  # (n, patches, 1)
                 boxes_np = boxes.float().cpu().numpy()
-            for frame, p, bx in zip(batch, probs, boxes_np, strict=True):
-                keep = p > thr
-                labels = [IMAGE_QUERY_LABEL] * int(keep.sum())
-                results.append(self._finish(frame, bx[keep], p[keep], labels, self.image_nms_iou))
+            labels = [IMAGE_QUERY_LABEL]  # the one query column
+            results.extend(self._finish(batch, probs, boxes_np, labels, thr, self.image_nms_iou))
         return results
 
 

@@ -52,17 +52,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from vidmem.errors import UserInputError
-from vidmem.models.backends.base import BackendBase, batched, import_torch
-from vidmem.models.backends.hf_detection import (
-    check_images,
-    load_hf_model,
-    normalize_to_chw,
-    preprocessor_mean_std,
-    read_preprocessor_config,
-)
-from vidmem.models.backends.hf_images import IMAGENET_MEAN, IMAGENET_STD, resize
+from vidmem.models.backends.base import batched, import_torch
+from vidmem.models.backends.hf_detection import HFDetectionBase, check_images, resize_to_chw
+from vidmem.models.backends.hf_images import IMAGENET_MEAN, IMAGENET_STD
 from vidmem.models.protocols import Box
 
 __all__ = [
@@ -140,10 +135,7 @@ def sam2_pixels(
     std: Sequence[float] = IMAGENET_STD,
 ) -> np.ndarray:
     """SAM 2 input for one frame: stretch to ``size x size`` (PIL bilinear), normalise -> ``float32 (3, size, size)``."""
-    from PIL import Image
-
-    resized = resize(image, (size, size), Image.Resampling.BILINEAR)
-    return normalize_to_chw(resized.astype(np.float32) / 255.0, mean, std)
+    return resize_to_chw(image, (size, size), Image.Resampling.BILINEAR, mean, std)
 
 
 def sam_pixels(
@@ -158,11 +150,8 @@ def sam_pixels(
         ``float32 (3, size, size)``; the frame fills the top-left ``h' x w'`` block of
         :func:`longest_side_size`.
     """
-    from PIL import Image
-
     h, w = longest_side_size(image.shape[0], image.shape[1], size)
-    resized = resize(image, (h, w), Image.Resampling.BILINEAR)
-    chw = normalize_to_chw(resized.astype(np.float32) / 255.0, mean, std)
+    chw = resize_to_chw(image, (h, w), Image.Resampling.BILINEAR, mean, std)
     out = np.zeros((3, size, size), dtype=np.float32)
     out[:, :h, :w] = chw
     return out
@@ -197,15 +186,10 @@ def upsample_mask_logits(
     return x[:, 0]
 
 
-class _BoxSegmenter(BackendBase):
+class _BoxSegmenter(HFDetectionBase):
     """Shared ``segment`` loop: group pairs by image identity, encode, decode per image."""
 
     name = "sam/custom"
-    default_weights: str | None = None
-    official = False
-
-    _model_class = ""
-    _model_types: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -217,8 +201,6 @@ class _BoxSegmenter(BackendBase):
         model_dir: str | Path | None = None,
         multimask_output: bool = False,
     ) -> None:
-        if weights is None and self.default_weights is None:
-            raise UserInputError(f"{self.name}: weights= is required for this class")
         super().__init__(
             weights=weights,
             device=device,
@@ -228,20 +210,8 @@ class _BoxSegmenter(BackendBase):
             multimask_output=bool(multimask_output),
         )
         self.multimask_output = bool(multimask_output)
-        assert self.weights_path is not None
-        self._torch = import_torch()
-        self.model = load_hf_model(
-            self._model_class,
-            self.weights_path,
-            backend=self.name,
-            device=device,
-            dtype=dtype,
-            model_types=self._model_types,
-        )
         self.image_size = int(self.model.config.prompt_encoder_config.image_size)
-        pre = read_preprocessor_config(self.weights_path)
-        self.image_mean, self.image_std = preprocessor_mean_std(pre, IMAGENET_MEAN, IMAGENET_STD)
-        self._param = next(self.model.parameters())
+        self._read_preprocessing(IMAGENET_MEAN, IMAGENET_STD)
         self.settings.update(
             image_size=self.image_size,
             image_mean=list(self.image_mean),
@@ -257,9 +227,6 @@ class _BoxSegmenter(BackendBase):
     def _pixel_array(self, image: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _embed(self, pixel_values: Any) -> Any:
-        raise NotImplementedError
-
     def _decode(
         self, embeddings: Any, j: int, boxes: np.ndarray, shape: tuple[int, int]
     ) -> np.ndarray:
@@ -267,8 +234,25 @@ class _BoxSegmenter(BackendBase):
 
     # shared ---------------------------------------------------------------------------
 
-    def _select(self, pred_masks: Any, iou_scores: Any) -> Any:
-        """``(nb, k, h, w)`` candidates + ``(nb, k)`` IoU -> ``(nb, h, w)``."""
+    def _embed(self, pixel_values: Any) -> Any:
+        return self.model.get_image_embeddings(pixel_values)
+
+    def _decode_boxes(
+        self, image_embeddings: Any, boxes: np.ndarray, scale_x: float, scale_y: float
+    ) -> Any:
+        """Decode pixel ``boxes`` scaled to the model input by ``(scale_x, scale_y)``: the
+        low-resolution mask logits per box (with ``multimask_output``, the best by IoU)."""
+        scaled = boxes * np.array([scale_x, scale_y, scale_x, scale_y])
+        input_boxes = self._torch.as_tensor(
+            scaled[None], dtype=self._param.dtype, device=self._param.device
+        )
+        out = self.model(
+            image_embeddings=image_embeddings,
+            input_boxes=input_boxes,
+            multimask_output=self.multimask_output,
+        )
+        # (nb, k, h, w) candidates + (nb, k) predicted IoU -> (nb, h, w)
+        pred_masks, iou_scores = out.pred_masks[0], out.iou_scores[0]
         if pred_masks.shape[1] == 1:
             return pred_masks[:, 0]
         best = iou_scores.argmax(dim=1)
@@ -299,10 +283,7 @@ class _BoxSegmenter(BackendBase):
         masks: list[np.ndarray | None] = [None] * len(frames)
         torch = self._torch
         for chunk in batched(uniques, self.batch_size):
-            arr = np.stack([self._pixel_array(img) for img, _ in chunk])
-            pixel_values = torch.from_numpy(arr).to(
-                device=self._param.device, dtype=self._param.dtype
-            )
+            pixel_values = self._model_input(np.stack([self._pixel_array(img) for img, _ in chunk]))
             with torch.inference_mode():
                 embeddings = self._embed(pixel_values)
                 for j, (img, indices) in enumerate(chunk):
@@ -335,25 +316,12 @@ class Sam2Segmenter(_BoxSegmenter):
     def _pixel_array(self, image: np.ndarray) -> np.ndarray:
         return sam2_pixels(image, self.image_size, self.image_mean, self.image_std)
 
-    def _embed(self, pixel_values: Any) -> Any:
-        return self.model.get_image_embeddings(pixel_values)
-
     def _decode(
         self, embeddings: Any, j: int, boxes: np.ndarray, shape: tuple[int, int]
     ) -> np.ndarray:
-        torch = self._torch
         height, width = shape
         s = float(self.image_size)
-        scaled = boxes * np.array([s / width, s / height, s / width, s / height])
-        input_boxes = torch.as_tensor(
-            scaled[None], dtype=self._param.dtype, device=self._param.device
-        )
-        out = self.model(
-            image_embeddings=[e[j : j + 1] for e in embeddings],
-            input_boxes=input_boxes,
-            multimask_output=self.multimask_output,
-        )
-        low = self._select(out.pred_masks[0], out.iou_scores[0])
+        low = self._decode_boxes([e[j : j + 1] for e in embeddings], boxes, s / width, s / height)
         return (upsample_mask_logits(low, (height, width)) > 0).cpu().numpy()
 
 
@@ -367,25 +335,12 @@ class SamSegmenter(_BoxSegmenter):
     def _pixel_array(self, image: np.ndarray) -> np.ndarray:
         return sam_pixels(image, self.image_size, self.image_mean, self.image_std)
 
-    def _embed(self, pixel_values: Any) -> Any:
-        return self.model.get_image_embeddings(pixel_values)
-
     def _decode(
         self, embeddings: Any, j: int, boxes: np.ndarray, shape: tuple[int, int]
     ) -> np.ndarray:
-        torch = self._torch
         height, width = shape
         new_h, new_w = longest_side_size(height, width, self.image_size)
-        scaled = boxes * np.array([new_w / width, new_h / height, new_w / width, new_h / height])
-        input_boxes = torch.as_tensor(
-            scaled[None], dtype=self._param.dtype, device=self._param.device
-        )
-        out = self.model(
-            image_embeddings=embeddings[j : j + 1],
-            input_boxes=input_boxes,
-            multimask_output=self.multimask_output,
-        )
-        low = self._select(out.pred_masks[0], out.iou_scores[0])
+        low = self._decode_boxes(embeddings[j : j + 1], boxes, new_w / width, new_h / height)
         up = upsample_mask_logits(
             low,
             (height, width),
