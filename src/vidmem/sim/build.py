@@ -27,6 +27,8 @@ __all__ = ["BUILDERS", "TRUTH_DIR", "BuildSummary", "build", "check_n_cases"]
 BUILDERS: dict[str, str] = {
     "cmbench": "vidmem.sim.build_cmbench:build_cmbench",
     "memory_loop": "vidmem.sim.build_memory_loop:build_memory_loop",
+    "vmem_track_b": "vidmem.sim.build_track_b:build_track_b",
+    "mist": "vidmem.sim.build_mist:build_mist",
 }
 #: folder (under the build root) that holds the truth files.
 TRUTH_DIR = "_truth"
@@ -81,11 +83,12 @@ def build(benchmark: str, out: Path | str, *, seed: int = 0,
     """Write a synthetic ``benchmark`` dataset under ``out``.
 
     Args:
-        benchmark: one of :data:`BUILDERS` (``cmbench``, ``memory_loop``).
+        benchmark: one of :data:`BUILDERS` (``cmbench``, ``memory_loop``,
+            ``vmem_track_b``, ``mist``).
         out: output folder (created if missing; files of the same names are replaced).
         seed: every byte written is a pure function of ``(seed, n_cases)``.
-        n_cases: how many context videos / start images; ``None`` for the builder's
-            default.
+        n_cases: how many context videos / start images / stories / MIST cases;
+            ``None`` for the builder's default.
 
     Returns:
         A :class:`BuildSummary`.

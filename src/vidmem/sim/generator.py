@@ -10,7 +10,9 @@ continuation with a chosen memory:
 * ``perfect``, ``none``, ``decay:TAU`` (fidelity ``exp(-gap / TAU)``) and ``leaky:P``
   (memory knob grammar in :mod:`vidmem.sim.memory`);
 * CMBench semantics in :mod:`vidmem.sim.gen_cmbench`, memory-loop semantics in
-  :mod:`vidmem.sim.gen_loop`;
+  :mod:`vidmem.sim.gen_loop`, VMem-Bench Track-B story segments (requests with
+  ``benchmark == "vmem_track_b"``: prompt, references and the rollout's earlier clips,
+  no context video) in :mod:`vidmem.sim.gen_track_b`;
 * the prompt grammar in :mod:`vidmem.sim.prompts`: ``The <label> comes back into
   view.``, ``The camera pans back to the <place>.``, the six loop prompts; anything
   else is ignored (the continuation then just continues the last view).
@@ -18,7 +20,8 @@ continuation with a chosen memory:
 Files written for a request with ``out_path = X.mp4``: the video ``X.mp4`` (with its
 world spec in the ``comment`` tag), ``X.mp4.truth.json`` (what the sim really drew:
 per-frame entity boxes and poses for CMBench, per-frame revisit matches and fidelities
-for loops; for validation only) and, for loops, ``X.mp4.poses.json`` (``{"c2w":
+for loops, what each named entity was drawn as and why for Track-B segments; for
+validation only) and, for loops, ``X.mp4.poses.json`` (``{"c2w":
 [N x 4 x 4], "poses": [N x [yaw, pitch, zoom, tx, ty]], "fps", "n_frames",
 "loop_id", "convention"}``, the camera-to-world matrices actually used, a real model
 would not give one).
@@ -143,6 +146,11 @@ class SimGenerator:
     def _generate(self, req: GenerationRequest) -> dict[str, Any]:
         out = Path(req.out_path)
         out.parent.mkdir(parents=True, exist_ok=True)
+        if req.benchmark == "vmem_track_b":
+            from vidmem.sim.gen_track_b import generate_segment
+
+            return generate_segment(req, out, knob=self.memory, seed=self.seed, fps=self.fps,
+                                    duration=self.duration_seconds)
         if req.context_video:
             spec = read_video_spec(req.context_video)
             if spec is None:
