@@ -56,7 +56,7 @@ def crash_fn(item: Any) -> dict:
     """Kill the worker process on the item whose ``i`` equals ``crash``."""
     if item.request["i"] == item.request.get("crash"):
         os._exit(3)
-    time.sleep(0.01)
+    time.sleep(item.request.get("sleep", 0.01))
     return {"response": {"i": item.request["i"]}, "score": None}
 
 

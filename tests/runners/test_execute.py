@@ -198,7 +198,8 @@ def test_pool_that_keeps_dying_gives_up_with_a_clear_error(tmp_path, monkeypatch
     from vidmem.runners import execute as execute_module
 
     monkeypatch.setattr(execute_module, "MAX_POOL_RESTARTS", 0)
-    items = helpers.make_items(20, crash=0)
+    # The surviving items are slow, so the crash always lands before they could all finish.
+    items = helpers.make_items(20, crash=0, sleep=0.5)
     with ItemStore(tmp_path / "items.sqlite") as store:
         with pytest.raises(
             VidmemError, match=r"(?s)broke the pool 1 time;.*were not run.*--workers 1"
