@@ -17,6 +17,7 @@ from rich.table import Table
 
 from vidmem import __version__
 from vidmem.cli import cmbench as _cmbench_cli
+from vidmem.cli import memory_loop as _memory_loop_cli
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.groups import BenchmarkGroup
 from vidmem.errors import UserInputError, VidmemError
@@ -178,6 +179,7 @@ app.add_typer(score_app, name="score")
 app.add_typer(requests_app, name="requests")
 app.add_typer(validate_app, name="validate")
 _cmbench_cli.register(run_app, score_app, requests_app, validate_app)
+_memory_loop_cli.register(run_app, score_app, requests_app, validate_app)
 
 
 @app.command()
