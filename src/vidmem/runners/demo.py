@@ -25,7 +25,7 @@ from vidmem.io.framecode import decode_index, make_indexed_clip
 from vidmem.io.hashing import file_sha256
 from vidmem.io.video import DecodeStats, probe, read_frames, read_frames_at, write_video
 from vidmem.registry import BENCHMARKS
-from vidmem.runners import demo_cmbench
+from vidmem.runners import demo_cmbench, demo_memory_loop
 from vidmem.runners.execute import WorkItem, execute
 from vidmem.runners.store import RunDir, RunManifest
 
@@ -129,7 +129,7 @@ def run_demo(
         benchmark="demo",
         benchmark_version=DEMO_VERSION,
         config={"clip": CLIP, "n_index_requests": N_INDEX_REQUESTS, "n_time_requests": N_TIME_REQUESTS,
-                "cmbench": demo_cmbench.config()},
+                "cmbench": demo_cmbench.config(), "memory_loop": demo_memory_loop.config()},
         seeds={"clip": CLIP["seed"], "requests": 0},
         protocol={
             "frame_index": "i-th frame in presentation (PTS) order",
@@ -183,10 +183,14 @@ def run_demo(
     if not quiet:
         console.print("CMBench on the sim world: building, generating with perfect and no memory, scoring ...")
     result["cmbench"] = demo_cmbench.run_cmbench_demo(run.path / "cmbench", quiet=quiet)
+    if not quiet:
+        console.print("Memory loop on the sim world: six loops, perfect vs short memory ...")
+    result["memory_loop"] = demo_memory_loop.run_memory_loop_demo(run.path / "memory_loop", quiet=quiet)
     all_ok = (
         summary.ok and result["probe_matches_construction"]
         and all(m["exact"] == m["requests"] == m["faithful"] for m in by_mode.values())
         and result["cmbench"]["perfect_beats_none_on_every_task"]
+        and result["memory_loop"]["perfect_fidelity_higher"]
     )
     result["all_checks_passed"] = all_ok
     run.set_counts({**summary.as_counts(), "rows": len(rows)})
@@ -229,6 +233,15 @@ def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
     console.print(table)
     console.print("perfect memory beats no memory on every task: "
                   + ("[green]yes[/green]" if cm["perfect_beats_none_on_every_task"] else "[red]NO[/red]"))
+    ml = result["memory_loop"]
+    table = RichTable(title="Memory loop on the sim world (offline embedder, non-official)", title_justify="left")
+    for col in ("memory", "mean revisit fidelity", "official half-life fits", "median t_half (s)"):
+        table.add_column(col)
+    for memory, r in ml["by_memory"].items():
+        t_half = r["median_t_half_seconds"]
+        table.add_row(memory, f"{r['fidelity']['mean']:.3f}", f"{r['half_life_official']}/{ml['cases']}",
+                      "n/a" if t_half is None else f"{t_half:.1f}")
+    console.print(table)
     pending = ", ".join(result["benchmarks_not_implemented"])
     if pending:
         console.print(f"[yellow]not implemented yet in this version:[/yellow] {pending}")
@@ -246,7 +259,7 @@ def build_report(run: RunDir) -> Any:
     m = run.manifest
     rep = Report(
         "vidmem demo",
-        "Offline: exact video decoding, and CMBench on the sim world with two memory settings.",
+        "Offline: exact video decoding; CMBench and the memory loop on the sim world with two memory settings each.",
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at,
               "status": m.status, "git": m.git_revision or "-"},
     )
@@ -285,6 +298,8 @@ def build_report(run: RunDir) -> Any:
                            for f, r in zip(frames, picks, strict=True)], columns=3, thumb_size=320))
     if "cmbench" in result:
         demo_cmbench.report_section(rep, result["cmbench"])
+    if "memory_loop" in result:
+        demo_memory_loop.report_section(rep, result["memory_loop"])
     br = result.get("batched_read")
     if br:
         rep.section("Decoding cost", "One batched read of all index requests.").add(KeyValues(br))
