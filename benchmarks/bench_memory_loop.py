@@ -12,7 +12,12 @@ with the protocol's pairing, and reports
   per loop -- the numbers behind the notes in ``tests/sim/test_memory_loop_vs_truth.py``.
 
 Usage: python benchmarks/bench_memory_loop.py [--images 2] [--seconds 16] [--fps 8]
-       [--size 160x90] [--memories perfect,none,decay:4,decay:16,decay:64] [--workdir DIR]
+       [--size 160x90] [--memories perfect,none,decay:4,decay:16,decay:64] [--seed 0]
+       [--gen-seed 0] [--workdir DIR]
+
+``--seed`` is the dataset build seed (other start images), ``--gen-seed`` the sim
+generator's seed (other forgetting draws); the half-life varies a lot across both, so
+measure several before trusting a median.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ from vidmem.sim.build import build
 from vidmem.sim.generator import SimGenerator
 
 
-def _render(ds, videos: Path, memory: str, seconds: float, fps: float, size: tuple[int, int]) -> float:
+def _render(ds, videos: Path, memory: str, seconds: float, fps: float, size: tuple[int, int],
+            seed: int = 0) -> float:
     start = time.perf_counter()
-    gen = SimGenerator(memory=memory, duration_seconds=seconds, fps=fps)
+    gen = SimGenerator(memory=memory, duration_seconds=seconds, fps=fps, seed=seed)
     for req in generation_requests(ds, videos):
         if not Path(req.out_path).is_file():
             res = gen.generate(dataclasses.replace(req, width=size[0], height=size[1]))
@@ -64,20 +70,22 @@ def main() -> None:
     ap.add_argument("--fps", type=float, default=8.0)
     ap.add_argument("--size", default="160x90")
     ap.add_argument("--memories", default="perfect,none,decay:4,decay:16,decay:64")
+    ap.add_argument("--seed", type=int, default=0, help="dataset build seed")
+    ap.add_argument("--gen-seed", type=int, default=0, help="sim generator seed")
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
     size = tuple(int(v) for v in args.size.lower().split("x"))
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_ml_"))
     root = work / "ds"
     if not (root / "cases.jsonl").is_file():
-        build("memory_loop", root, seed=0, n_cases=args.images)
+        build("memory_loop", root, seed=args.seed, n_cases=args.images)
     ds = load_memory_loop(root)
     cfg = ScorerConfig.from_preset("offline")
     lines = []
     for memory in args.memories.split(","):
         tag = memory.replace(":", "_")
         videos = work / f"videos_{tag}"
-        gen_s = _render(ds, videos, memory, args.seconds, args.fps, size)
+        gen_s = _render(ds, videos, memory, args.seconds, args.fps, size, args.gen_seed)
         out = work / f"run_{tag}"
         shutil.rmtree(out, ignore_errors=True)
         run = runner.open_run(ds, out, cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)

@@ -52,13 +52,17 @@ def _as_tuples(pairs):
     return [(p.i, p.j) for p in pairs]
 
 
-# Expected pairs of the 0 -> 180 deg -> 0 yaw (3.6 deg per frame, 10 fps, 101 frames):
-# frame j at angle theta_j pairs with an earlier frame within 27 deg (0.15) whose view
-# the camera left by >= 81 deg (0.45), i.e. an outbound frame at <= 99 deg.
-# j >= 73 (<= 97.2 deg): the mirrored frame 100 - j at distance 0.
-# 66 <= j <= 72: the mirror is at > 99 deg (excursion < 0.45), so the nearest frame
-# that passes is 27 (97.2 deg). j <= 65 (>= 126 deg): nothing within 27 deg passes.
-YAW_EXPECTED = [(27, j) for j in range(66, 73)] + [(100 - j, j) for j in range(73, 101)]
+# Expected pairs of the 0 -> 180 deg -> 0 yaw (3.6 deg per frame, 10 fps, 101 frames).
+# Rule: frame j is matched to its nearest earlier frame >= 1 s older within 27 deg
+# (0.15), latest on ties, and the pair is kept only if the camera left that frame's
+# view by >= 81 deg (0.45) in between. For every return frame j >= 55 the nearest
+# match is its mirror 100 - j (distance 0, gap 2j - 100 >= 10 frames), whose excursion
+# is (180 - theta_j) / 180: j >= 73 (<= 97.2 deg) keeps it; 55 <= j <= 72 (>= 100.8
+# deg) fails it and gets NO pair (no fallback to a near miss such as frame 27).
+# 51 <= j <= 54: the mirror is < 1 s older; the nearest match is an outbound frame
+# near the 180 deg turn, from which the camera never gets 81 deg away.
+# j <= 50: nothing earlier within 27 deg is >= 1 s older.
+YAW_EXPECTED = [(100 - j, j) for j in range(73, 101)]
 
 
 def test_yaw_out_and_back_pairs_mirror_frames():
@@ -78,10 +82,11 @@ def test_yaw_out_and_back_pairs_mirror_frames():
     # Frame 73 (97.2 deg): the last mirrored pair, excursion 82.8 / 180 = 0.46.
     assert (by_j[73].i, by_j[73].gap_seconds) == (27, 4.6)
     assert by_j[73].excursion == pytest.approx(0.46)
-    # Frame 70 (108 deg): mirror 30 fails the excursion (72 / 180 = 0.4); frame 27 at
-    # 10.8 deg away (0.06) is the nearest that passes.
-    assert by_j[70].i == 27
-    assert by_j[70].distance == pytest.approx(0.06)
+    # Frame 70 (108 deg): its nearest match, mirror 30, fails the excursion (72 / 180
+    # = 0.4), so frame 70 has no pair, although frame 27 (10.8 deg = 0.06 away) would
+    # pass it: the excursion decides whether the nearest pair is kept, it does not pick
+    # another frame.
+    assert 70 not in by_j and 72 not in by_j
     assert all(p.distance <= 0.15 + 1e-9 and p.excursion >= 0.45 - 1e-9 for p in pairs)
 
 
@@ -89,11 +94,11 @@ def test_yaw_default_cap_keeps_shortest_and_longest():
     poses = _track(yaw_deg=_out_and_back(180.0))
     full = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
     capped = revisit_pairs(poses, fps=10.0)
-    assert len(full) == 35 and len(capped) == 24
+    assert len(full) == 28 and len(capped) == 24
     assert set(capped) <= set(full)
     gaps = [p.gap_seconds for p in capped]
     assert gaps == sorted(gaps)
-    assert gaps[0] == min(p.gap_seconds for p in full) == pytest.approx(3.9)  # (27, 66)
+    assert gaps[0] == min(p.gap_seconds for p in full) == pytest.approx(4.6)  # (27, 73)
     assert gaps[-1] == max(p.gap_seconds for p in full) == 10.0  # (0, 100)
 
 
@@ -143,10 +148,14 @@ def test_min_gap_is_respected():
     poses = _track(yaw_deg=yaw)
     pairs = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
     assert all(p.gap_seconds >= 1.0 for p in pairs)
-    # Frames 6..9 are back at the start, but less than 1 s after frame 0.
-    assert _as_tuples(pairs) == [(0, j) for j in range(10, 30)]
+    # Frames 6..9 are back at the start, but less than 1 s after frame 0. Frames 10..15
+    # match frame 0 only (frames 6.. are < 1 s older). From frame 16 on, frames 0 and
+    # 6..j-10 tie at distance 0; the latest, j - 10, wins and the camera has not moved
+    # since: no pair (the view was in sight all along, nothing was revisited).
+    assert _as_tuples(pairs) == [(0, j) for j in range(10, 16)]
     short = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP, min_gap_seconds=0.5)
-    assert _as_tuples(short)[:1] == [(0, 6)] and short[0].gap_seconds == pytest.approx(0.6)
+    assert _as_tuples(short) == [(0, j) for j in range(6, 11)]
+    assert short[0].gap_seconds == pytest.approx(0.6)
 
 
 def test_gap_uses_native_fps():
@@ -355,16 +364,15 @@ def _brute_force_pairs(poses, fps, thr=0.15, factor=3.0, min_gap=1.0):
     d = np.array([[dist(a, b) for b in range(n)] for a in range(n)])
     out = []
     for j in range(n):
-        cands = [
-            i
-            for i in range(j)
-            if (j - i) / fps >= min_gap
-            and d[i, j] <= thr
-            and max(d[i, i + 1 : j], default=0.0) >= factor * thr
-        ]
-        if cands:
-            low = min(d[i, j] for i in cands)
-            out.append((max(i for i in cands if d[i, j] <= low + 1e-9), j))  # latest tie
+        # Choose the nearest match by gap and distance alone (latest tie) ...
+        cands = [i for i in range(j) if (j - i) / fps >= min_gap and d[i, j] <= thr]
+        if not cands:
+            continue
+        low = min(d[i, j] for i in cands)
+        i = max(i for i in cands if d[i, j] <= low + 1e-9)
+        # ... then keep it only if the camera went far enough from i in between.
+        if max(d[i, i + 1 : j], default=0.0) >= factor * thr:
+            out.append((i, j))
     return out
 
 

@@ -18,21 +18,33 @@ did not move and the translation term is 0), and ``angle`` is the geodesic angle
 between the two rotations in degrees. ``d`` is unitless: 1.0 is "as far as the
 camera ever went from the start" or a 180 degree turn.
 
-Pairing rule (protocol defaults in brackets). Frame ``i`` is a candidate for a later
-frame ``j`` when all three hold:
+Pairing rule (protocol defaults in brackets). Frame ``i`` is a *candidate* for a
+later frame ``j`` when both hold:
 
 * **gap**: ``(frame_j - frame_i) / fps >= min_gap_seconds`` [1 s], native indices;
-* **match**: ``d(i, j) <= threshold`` [0.15];
-* **excursion**: some frame strictly between them is at least
+* **match**: ``d(i, j) <= threshold`` [0.15].
+
+``j`` is paired with the candidate *nearest in pose*. Ties (distances within ``1e-9``
+of the smallest, as for a camera that pauses or passes the same view twice) go to the
+**latest** candidate, the most recent time the view was seen, so that a pause never
+lengthens a gap. The pair is then **kept only if** the excursion holds:
+
+* **excursion**: some frame strictly between ``i`` and ``j`` is at least
   ``excursion_factor * threshold`` [3 x 0.15 = 0.45] away from ``i``, i.e. the camera
   left the view of ``i`` and came back.
 
-All three filter the candidates; ``j`` is then paired with the candidate *nearest in
-pose*. Ties (distances within ``1e-9`` of the smallest, as for a camera that pauses
-or passes the same view twice) go to the **latest** candidate, the most recent time
-the view was seen, so that a pause never lengthens a gap. Threshold comparisons
-also allow ``1e-9`` of float round-off (a 27 degree turn is "within 0.15"). Each
-``j`` has at most one pair; one ``i`` may serve several ``j``.
+Otherwise ``j`` gets no pair at all; the excursion never makes a farther frame the
+match. This is the reading of PROTOCOLS.md section 2, "pair each frame j with the
+nearest earlier frame i that is at least 1 s older and within pose distance 0.15
+(...), and only if the camera went at least 3 x 0.15 away between i and j": the
+sentence chooses ``i`` by the gap and the distance alone, and "and only if" is a
+condition on keeping that pair, not a third filter on the candidates. Read as a
+filter, a return frame whose exact earlier view fails the excursion (e.g. the turning
+point of an out-and-back) would be paired with another frame up to 0.15 away, a
+near miss that loses most of its SSIM even under a perfect memory; with this reading
+every kept pair is the best view match there is. Threshold comparisons allow
+``1e-9`` of float round-off (a 27 degree turn is "within 0.15"). Each ``j`` has at
+most one pair; one ``i`` may serve several ``j``.
 
 Cap: at most ``max_pairs`` [24] pairs are kept, spread over gap lengths by
 :func:`spread_by_gap`.
@@ -266,7 +278,9 @@ def _find_pairs(
     excursion_factor: float,
     min_gap_seconds: float,
 ) -> list[RevisitPair]:
-    """Best candidate ``i`` for every ``j`` (no cap), frames strictly increasing."""
+    """Nearest candidate ``i`` for every ``j``, kept if its excursion holds (no cap).
+
+    ``frames`` are strictly increasing native indices."""
     n = poses.shape[0]
     if n < 2:
         return []
@@ -288,7 +302,8 @@ def _find_pairs(
         run = np.maximum.accumulate(np.where(later, d, 0.0), axis=1)
         exc = np.concatenate([np.zeros((r1 - r0, 1)), run[:, :-1]], axis=1)
         gap_s = (frames[None, :] - frames[r0:r1, None]) / fps
-        ok = later & (gap_s >= min_gap_seconds - _CMP_EPS) & (d <= max_d) & (exc >= need_exc)
+        # Candidates: gap and match only; the excursion is checked on the chosen pair.
+        ok = later & (gap_s >= min_gap_seconds - _CMP_EPS) & (d <= max_d)
         dc = np.where(ok, d, np.inf)
         # Smallest candidate distance so far per column; the rows of this block that
         # tie with it are later than every earlier block's, so the latest of them (if
@@ -302,7 +317,8 @@ def _find_pairs(
         best_i[cj] = r0 + last[hit]
         best_d[cj] = d[last[hit], cj]
         best_e[cj] = exc[last[hit], cj]
-    js = np.flatnonzero(best_i >= 0)
+    # Keep a pair only if the camera left the view of its nearest match in between.
+    js = np.flatnonzero((best_i >= 0) & (best_e >= need_exc))
     return [
         RevisitPair(
             i=int(frames[best_i[j]]),
@@ -386,7 +402,9 @@ def revisit_pairs(
 
     Returns:
         Up to ``max_pairs`` :class:`RevisitPair`, sorted by ``(gap_seconds, j)``;
-        empty when the camera never left and came back.
+        empty when the camera never left and came back. A frame whose nearest match
+        fails the excursion has no pair (frames 16 and 17 below: their exact earlier
+        views at 60 and 48 degrees are less than 81 degrees from the 120 degree turn).
 
     Raises:
         UserInputError: on poses that are not a finite ``(N, 4, 4)`` array of rigid
@@ -399,7 +417,7 @@ def revisit_pairs(
         >>> poses = np.tile(np.eye(4), (yaw.size, 1, 1))  # 22 frames, 2.2 s at 10 fps
         >>> poses[:, :3, :3] = Rotation.from_rotvec(np.radians(yaw)[:, None] * [0, 1, 0]).as_matrix()
         >>> [(p.i, p.j, p.gap_seconds) for p in revisit_pairs(poses, fps=10.0)]
-        [(3, 16, 1.3), (3, 17, 1.4), (3, 18, 1.5), (2, 19, 1.7), (1, 20, 1.9), (0, 21, 2.1)]
+        [(3, 18, 1.5), (2, 19, 1.7), (1, 20, 1.9), (0, 21, 2.1)]
     """
     where = "revisit_pairs"
     arr = _check_poses(poses, where)
@@ -449,7 +467,8 @@ def planned_pairs(
 ) -> list[RevisitPair]:
     """Revisit pairs from a loop's *planned* camera path (the no-pose fallback).
 
-    Same rule as :func:`revisit_pairs`, applied to the plan instead of measured
+    Same rule as :func:`revisit_pairs` (nearest match first, then the excursion
+    decides whether the pair is kept), applied to the plan instead of measured
     poses. The pairs say where the camera *should* have returned, not where it did,
     so the caller must mark anything scored on them as diagnostic.
 

@@ -89,10 +89,12 @@ def is_official(config: ScorerConfig) -> bool:
 def _manifest(ds: md.MemoryLoopDataset, scorer: ScorerConfig, extra: dict[str, Any],
               argv: list[str] | None) -> RunManifest:
     protocol = {
-        "revisit_pairs": "frame j pairs with the nearest earlier frame i at least "
-        f"{scorer.min_gap_seconds:g} s older, within pose distance {scorer.pose_radius:g}, after "
-        f"the camera went >= {scorer.excursion_factor:g} x {scorer.pose_radius:g} away from i in "
-        "between; ties go to the latest i (vidmem.metrics.revisit)",
+        "revisit_pairs": "frame j is matched to the nearest earlier frame i at least "
+        f"{scorer.min_gap_seconds:g} s older and within pose distance {scorer.pose_radius:g} "
+        "(ties: the latest i); the pair is kept only if the camera went >= "
+        f"{scorer.excursion_factor:g} x {scorer.pose_radius:g} away from i in between, otherwise j "
+        "has no pair (the excursion decides whether the match counts, it does not widen the "
+        "search; vidmem.metrics.revisit)",
         "pose_distance": "|t_i - t_j| / (largest departure from frame 0) + rotation_weight x "
         "geodesic degrees / 180",
         "pose_radius": scorer.pose_radius, "rotation_weight": scorer.rotation_weight,

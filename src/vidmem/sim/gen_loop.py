@@ -6,8 +6,9 @@ picture whenever the camera returns to a pose.
 
 Forgetting is decided per frame from the trajectory alone, the way a model with a
 memory horizon would fail. :func:`vidmem.sim.loops.revisit_schedule` pairs frame
-``j`` with the earlier frame ``m(j)`` it revisits (at least 1 s older, the camera went
-away in between, nearest pose within distance 0.3, the most recent on ties). With
+``j`` with the earlier frame ``m(j)`` it revisits: the nearest pose within distance
+0.3 that is at least 1 s older (the most recent on ties), kept only if the camera went
+away from it in between (the benchmark's rule, :mod:`vidmem.metrics.revisit`). With
 ``dt = (j - m(j)) / fps`` and ``f = knob.fidelity(dt)``:
 
 * The world is cut into square *tiles* of :data:`TILE_PX` panorama pixels. Every frame

@@ -104,10 +104,11 @@ def revisit_schedule(
 ) -> tuple[np.ndarray, np.ndarray]:
     """For every frame, the earlier frame it revisits (the sim's own pairing).
 
-    Frame ``j`` revisits frame ``i < j`` when ``i`` is at least ``min_gap_seconds``
-    older, the camera went at least ``departure`` away from pose ``i`` somewhere
-    between them, and the pose distance ``d(i, j) <= radius``. Among such ``i`` the
-    nearest in pose wins; ties go to the most recent. This is
+    Frame ``j`` is matched to the earlier frame ``i`` nearest in pose among those at
+    least ``min_gap_seconds`` older with ``d(i, j) <= radius`` (ties: the most
+    recent), and revisits it only if the camera went at least ``departure`` away from
+    pose ``i`` somewhere between them; otherwise ``j`` revisits nothing (no farther
+    frame is tried). This is
     :func:`vidmem.metrics.revisit.revisit_pairs` with ``threshold=radius``,
     ``excursion_factor=departure / radius`` and no cap.
 

@@ -54,7 +54,7 @@ __all__ = [
 
 #: Benchmark name (registry key, manifest ``benchmark`` field, run.json).
 BENCHMARK = "memory_loop"
-BENCHMARK_VERSION = "1.0"
+BENCHMARK_VERSION = "1.1"  # 1.1: nearest match first, then the excursion test
 CASES_FILE = "cases.jsonl"
 CASE_FIELDS = ("case_id", "start_image", "loop_id", "prompt", "duration_seconds", "fps")
 OPTIONAL_FIELDS = ("poses",)
