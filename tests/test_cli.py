@@ -176,3 +176,30 @@ def test_models_fetch_weight_free_backend(capsys, tmp_path):
     code, _, err = run_cli(capsys, "models", "fetch", "classic/sift", "--to", str(tmp_path))
     assert code == 2
     assert "weight-free" in err
+
+
+def test_memory_loop_score_allow_missing_reaches_the_scorer(capsys, tmp_path):
+    from vidmem.sim.build import build
+
+    build("memory_loop", tmp_path / "loops", n_cases=1)
+    (tmp_path / "videos").mkdir()
+    args = ["score", "memory_loop", "--root", str(tmp_path / "loops"), "--videos", str(tmp_path / "videos")]
+    code, _, err = run_cli(capsys, *args, "--out", str(tmp_path / "r1"))
+    assert code == 2 and "--allow-missing" in err
+    assert not (tmp_path / "r1").exists()  # nothing half-made that would later need --resume
+    code, out, err = run_cli(capsys, *args, "--out", str(tmp_path / "r2"), "--allow-missing", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert len(result["missing"]) == result["n_cases"] == 6
+
+
+def test_error_text_with_brackets_is_printed_verbatim(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "report", str(tmp_path / "[run]" / "nope"))
+    assert code == 2 and "[run]" in err
+
+
+def test_backend_option_values_are_typed(capsys):
+    from vidmem.cli.common import parse_backend_option
+
+    assert parse_backend_option("classic/sift:ratio=0.8") == ("classic/sift", "ratio", 0.8)
+    assert parse_backend_option("x/y:weights=/m/[a]") == ("x/y", "weights", "/m/[a]")

@@ -176,7 +176,8 @@ def test_official_path_with_tiny_random_models(dataset, tmp_path):
     cfg = ScorerConfig.from_preset("official", detector_threshold=0.0, stride=4, batch_size=4)
     cfg = ScorerConfig(**{**cfg.__dict__, "backend_options": opts})
     res, run = _score(dataset, dataset / "perfect", tmp_path / "o", cfg)
-    assert res["official"] is True  # official backends, whatever their (here random) weights
+    # the protocol's backends, but threshold 0 and stride 4 are not the protocol's settings
+    assert res["official"] is False
     with run.items() as store:
         (item,) = list(store.iter_items(kind="score"))
     frames = item.response["frames"]
@@ -207,3 +208,11 @@ def test_bad_backend_option_fails_before_any_task(dataset, tmp_path):
     cfg = ScorerConfig.from_preset("offline", detector_threshold=-3.0)
     with pytest.raises(UserInputError, match="threshold"):
         _score(dataset, dataset / "perfect", tmp_path / "bad", cfg)
+
+
+def test_official_label_needs_the_protocol_backends_and_settings():
+    assert runner._is_official(ScorerConfig.from_preset("official"))
+    assert not runner._is_official(ScorerConfig.from_preset("official", stride=2))
+    assert not runner._is_official(ScorerConfig.from_preset("official", detector_threshold=0.2))
+    assert not runner._is_official(ScorerConfig.from_preset("official", embedder="dinov3/vits16"))
+    assert not runner._is_official(ScorerConfig.from_preset("offline"))

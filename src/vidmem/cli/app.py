@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from vidmem import __version__
@@ -282,9 +283,9 @@ def main(argv: list[str] | None = None) -> None:
     except VidmemError as exc:
         if STATE.debug:
             traceback.print_exc()
-        err.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False, markup=True, soft_wrap=True)
+        err.print(f"[bold red]error:[/bold red] {escape(exc.message)}", highlight=False, soft_wrap=True)
         if exc.hint:
-            err.print(f"[bold]fix:[/bold] {exc.hint}", highlight=False, soft_wrap=True)
+            err.print(f"[bold]fix:[/bold] {escape(exc.hint)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted; finished items are saved, rerun with --resume to continue")
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         else:
             err.print(
-                f"[bold red]internal error:[/bold red] {type(exc).__name__}: {exc}\n"
+                f"[bold red]internal error:[/bold red] {type(exc).__name__}: {escape(str(exc))}\n"
                 "rerun with --debug for the traceback, and please report it",
                 highlight=False,
                 soft_wrap=True,

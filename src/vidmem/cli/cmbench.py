@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from vidmem.cli.common import JsonOpt, QuietOpt, console, print_json
+from vidmem.cli.common import JsonOpt, QuietOpt, console, parse_backend_option, print_json
 from vidmem.errors import UserInputError
 
 Root = Annotated[Path, typer.Option("--root", help="CMBench root: metadata.jsonl + videos/.")]
@@ -46,11 +46,7 @@ def _scorer_config(scorer: str, detector: str | None, segmenter: str | None, emb
         if model_dir and BACKENDS.get(name).extra == "models":
             opts["model_dir"] = str(model_dir)
     for spec in backend_opt or []:
-        name, sep, kv = spec.partition(":")
-        key, eq, value = kv.partition("=")
-        if not sep or not eq or not key:
-            raise UserInputError(f"--backend-opt {spec!r} is not NAME:key=value",
-                                 hint="e.g. --backend-opt dinov2/base:weights=/models/dinov2-base")
+        name, key, value = parse_backend_option(spec)
         if name not in options:
             raise UserInputError(f"--backend-opt {spec!r}: '{name}' is not one of this run's backends",
                                  hint=f"this run uses {', '.join(options)}")
@@ -100,7 +96,14 @@ def register(run_app: typer.Typer, score_app: typer.Typer, requests_app: typer.T
         if gen:
             extra["generator"] = {"name": gen[0], "options": gen[1]}
         else:
+            videos = Path(videos).resolve()
             extra["videos"] = str(videos)
+            if not allow_missing:  # fail before a run directory exists, so a retry needs no --resume
+                from vidmem.data.benchmarks.cmbench_data import find_continuations
+
+                scan = find_continuations(ds, videos)
+                if scan.missing:
+                    scan.raise_if_missing()
         run = runner.open_run(ds, out, cfg, extra, resume=resume, overwrite=overwrite, argv=sys.argv)
         quiet = quiet or as_json
         if gen:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from vidmem.cli.common import JsonOpt, QuietOpt, console, print_json
+from vidmem.cli.common import JsonOpt, QuietOpt, console, parse_backend_option, print_json
 from vidmem.errors import UserInputError
 
 Root = Annotated[Path, typer.Option("--root", help="Memory-loop root: cases.jsonl + start_images/.")]
@@ -44,11 +44,7 @@ def _scorer_config(scorer: str, embedder: str | None, backend_opt: list[str] | N
     if model_dir and BACKENDS.get(cfg.embedder).extra == "models":
         opts["model_dir"] = str(model_dir)
     for spec in backend_opt or []:
-        name, sep, kv = spec.partition(":")
-        key, eq, value = kv.partition("=")
-        if not sep or not eq or not key:
-            raise UserInputError(f"--backend-opt {spec!r} is not NAME:key=value",
-                                 hint="e.g. --backend-opt dinov2/base:weights=/models/dinov2-base")
+        name, key, value = parse_backend_option(spec)
         if name != cfg.embedder:
             raise UserInputError(f"--backend-opt {spec!r}: '{name}' is not this run's embedder",
                                  hint=f"this run embeds with {cfg.embedder}")
@@ -102,7 +98,14 @@ def register(run_app: typer.Typer, score_app: typer.Typer, requests_app: typer.T
         if gen:
             extra["generator"] = {"name": gen[0], "options": gen[1]}
         else:
+            videos = Path(videos).resolve()
             extra["videos"] = str(videos)
+            if not allow_missing:  # fail before a run directory exists, so a retry needs no --resume
+                from vidmem.data.benchmarks.memory_loop_data import find_videos
+
+                scan = find_videos(ds, videos)
+                if scan.missing:
+                    scan.raise_if_missing()
         run = runner.open_run(ds, out, cfg, extra, resume=resume, overwrite=overwrite, argv=sys.argv)
         quiet = quiet or as_json
         if gen:
@@ -114,8 +117,8 @@ def register(run_app: typer.Typer, score_app: typer.Typer, requests_app: typer.T
                                      f"first: {first[0]}: {first[1]}",
                                      hint="fix the generator and rerun with --resume, or pass "
                                      "--allow-missing to score the others")
-        result = runner.score(ds, run, videos, cfg,  # type: ignore[arg-type] allow_missing=allow_missing, workers=workers,
-                              quiet=quiet)
+        result = runner.score(ds, run, videos, cfg, allow_missing=allow_missing,  # type: ignore[arg-type]
+                              workers=workers, quiet=quiet)
         runner.record_backends(run, cfg)
         result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
         if as_json:

@@ -34,7 +34,11 @@ _STDERR_TAIL = 2000
 
 
 def _fields(template: str) -> set[str]:
-    names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise UserInputError(f"command template {template!r}: {exc}",
+                             hint="write a literal brace as {{ or }}") from None
     unknown = sorted(n for n in names if n not in PLACEHOLDERS)
     if unknown:
         raise UserInputError(
@@ -97,6 +101,7 @@ class CommandGenerator:
         request_json = out.with_name(out.name + ".request.json")
         request_json.write_text(json.dumps(request.to_dict(), indent=2))
         argv = self.argv(request, request_json)
+        out.unlink(missing_ok=True)  # an old file must not pass for this run's output
         start = time.perf_counter()
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_seconds,

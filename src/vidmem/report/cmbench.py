@@ -21,9 +21,11 @@ def _png(path: Path) -> np.ndarray | None:
     return np.asarray(Image.open(path).convert("RGB")) if path.is_file() else None
 
 
-def _per_frame(run: Any) -> dict[str, dict[str, Any]]:
+def _per_frame(run: Any, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    # The store may also hold items of earlier inputs; show the ones the scores came from.
+    keys = {r.get("item_key") for r in rows}
     with run.items() as store:
-        return {s.item_id: s.response for s in store.iter_items(kind="score", status="done")}
+        return {s.item_id: s.response for s in store.iter_items(kind="score", status="done") if s.key in keys}
 
 
 def build_cmbench_report(run: Any) -> Report:
@@ -82,7 +84,7 @@ def build_cmbench_report(run: Any) -> Report:
         [[r.get(c) for c in ("task_id", "type", "task_type", "target_label", "status", "score", "best_frame",
                              "n_detected", "n_frames_scored")] for r in rows]))
 
-    per_frame = _per_frame(run)
+    per_frame = _per_frame(run, rows)
     ex = rep.section("Examples", "Reference crop next to the best-matching generated crop, and the similarity "
                      "of every scored continuation frame (gaps: target not detected).")
     crops = run.path / "crops"

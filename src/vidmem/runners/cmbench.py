@@ -15,14 +15,13 @@ from typing import Any
 from rich.console import Console
 
 from vidmem.data.benchmarks import cmbench_data as cd
-from vidmem.data.benchmarks.cmbench_score import CMBenchScorer, ScorerConfig
+from vidmem.data.benchmarks.cmbench_score import PRESETS, CMBenchScorer, ScorerConfig
 from vidmem.data.requests import GenerationRequest
 from vidmem.errors import UserInputError
 from vidmem.io.hashing import file_sha256
 from vidmem.metrics.cmbench import group_scores
 from vidmem.metrics.kv_pruning import speedup
 from vidmem.models.loading import load_backend
-from vidmem.registry import BACKENDS
 from vidmem.runners.execute import WorkItem, execute
 from vidmem.runners.store import RunDir, RunManifest
 from vidmem.stats.bootstrap import bootstrap_mean_ci
@@ -70,12 +69,14 @@ def _score_item(item: WorkItem) -> dict[str, Any]:
     from vidmem.report.images import png_bytes
 
     (crops / f"{task.task_id}_ref.png").write_bytes(png_bytes(refs[0].crop))
+    best_png = crops / f"{task.task_id}_best.png"
+    best_png.unlink(missing_ok=True)  # a crop from an earlier video must not outlive it
     if result["best_frame"] is not None:
         from vidmem.io.video import read_frames
 
         frame = read_frames(req["video"], [result["best_frame"]])[0]
         x0, y0, x1, y1 = result["best_box"]
-        (crops / f"{task.task_id}_best.png").write_bytes(png_bytes(frame[y0:y1, x0:x1]))
+        best_png.write_bytes(png_bytes(frame[y0:y1, x0:x1]))
     score = {k: result[k] for k in ("score", "best_frame", "best_reference", "n_frames_scored", "n_detected")}
     return {"response": result, "score": score}
 
@@ -109,8 +110,10 @@ def write_requests(root: str | Path, manifest: str | Path, continuations: str | 
 
 
 def _is_official(config: ScorerConfig) -> bool:
-    used = [n for n in (config.detector, config.segmenter, config.embedder) if n is not None]
-    return config.path == "official" and all(BACKENDS.get(n).meta.get("official") for n in used)
+    """The protocol's backends and settings: the official preset, every frame, default threshold."""
+    preset = PRESETS["official"]
+    return (config.path == "official" and config.stride == 1 and config.detector_threshold is None
+            and all(getattr(config, role) == preset[role] for role in ("detector", "segmenter", "embedder")))
 
 
 def _manifest(ds: cd.CMBenchDataset, scorer: ScorerConfig, extra: dict[str, Any], argv: list[str] | None) -> RunManifest:
@@ -169,15 +172,17 @@ def score(ds: cd.CMBenchDataset, run: RunDir, videos: str | Path, scorer: Scorer
             "task": task.model_dump(mode="json"), "context": str(context), "context_sha256": file_sha256(context),
             "video": str(video), "video_sha256": file_sha256(video),
             "references": [r.__dict__ for r in resolved], "scorer": scorer.to_dict(),
-            "crops_dir": str(run.path / "crops"),
+            "crops_dir": str(run.path / "crops"), "scorer_version": BENCHMARK_VERSION,
         }))
     with run.items() as store:
-        if any(item.key not in store.done_keys() for item in items):
+        done = store.done_keys()
+        if any(item.key not in done for item in items):
             # Load the backends here first: a bad option or missing weights is one clear
             # error now, not the same error stored once per task.
             _scorer(json.dumps(scorer.to_dict(), sort_keys=True))
         summary = execute(store, items, _score_item, workers=workers, progress=not quiet, quiet=quiet)
-        stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in {i.key for i in items}}
+        keys = {i.key for i in items}
+        stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in keys}
     rows = []
     for task in ds.tasks:
         s = stored.get(task.task_id)
@@ -185,12 +190,13 @@ def score(ds: cd.CMBenchDataset, run: RunDir, videos: str | Path, scorer: Scorer
         base = {"task_id": task.task_id, "type": task.type, "task_type": task.task_type, "scene": task.scene,
                 "target_label": task.target_label, "status": status}
         if status == "scored":
-            rows.append({**base, **s.score})
+            rows.append({**base, **s.score, "item_key": s.key})
         elif status == "missing" or allow_missing:
             rows.append({**base, "score": 0.0, "best_frame": None, "best_reference": None,
                          "n_frames_scored": 0, "n_detected": 0})
     run.write_scores(rows)
-    errors = [(s.item_id, s.error) for s in stored.values() if s.status == "error"]
+    errors = [(s.item_id, (s.error or "").splitlines()[0] if s.error else "") for s in stored.values()
+              if s.status == "error"]
     result = _aggregate(rows, scorer, scan_missing=list(scan.missing), errors=errors, execution=summary.as_counts())
     if kv_log:
         result["kv"] = _kv_block(cd.read_kv_log(kv_log), [r["task_id"] for r in rows], baseline)
@@ -226,7 +232,10 @@ def _kv_block(log: Any, task_ids: list[str], baseline: str | Path | None) -> dic
     }
     if baseline:
         path = Path(baseline) / SUMMARY_JSON
-        base_timing = (json.loads(path.read_text()).get("kv") or {}).get("timing_by_task") if path.is_file() else None
+        try:
+            base_timing = (json.loads(path.read_text()).get("kv") or {}).get("timing_by_task") if path.is_file() else None
+        except (json.JSONDecodeError, AttributeError):
+            base_timing = None
         if not base_timing:
             raise UserInputError(f"baseline run {baseline}: no KV timing in {SUMMARY_JSON}",
                                  hint="pass a cmbench run dir that was scored with --kv-log")
@@ -265,13 +274,13 @@ def print_summary(console: Console, result: dict[str, Any], run: RunDir) -> None
 
     s = result["score"]
     label = "official protocol backends" if result["official"] else "NON-OFFICIAL backends (offline proxy or overrides)"
-    console.print(f"[bold]CMBench[/bold] ({label}): score {s['mean']:.4f} "
+    console.print(f"[bold]CMBench[/bold] ({label}): score {_fmt(s['mean'])} "
                   f"{_ci(s['ci_low'], s['ci_high'])} over {s['n']} tasks")
     t = Table(title="by type x task_type", title_justify="left")
     for c in ("type", "task_type", "mean", "95% CI", "n"):
         t.add_column(c)
     for g in result["by_group"]:
-        t.add_row(g["type"], g["task_type"], f"{g['mean']:.4f}", _ci(g["ci_low"], g["ci_high"]), str(g["n"]))
+        t.add_row(g["type"], g["task_type"], _fmt(g["mean"]), _ci(g["ci_low"], g["ci_high"]), str(g["n"]))
     console.print(t)
     if result["n_missing_scored_zero"]:
         console.print(f"[yellow]{result['n_missing_scored_zero']} missing continuations scored as 0[/yellow]")

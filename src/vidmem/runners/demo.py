@@ -117,7 +117,6 @@ def run_demo(
     out: str | Path,
     *,
     overwrite: bool = False,
-    resume: bool = False,
     quiet: bool = False,
     console: Console | None = None,
     argv: list[str] | None = None,
@@ -139,7 +138,8 @@ def run_demo(
         },
         **({"command": argv} if argv else {}),
     )
-    run = RunDir.create(out, manifest, resume=resume, overwrite=overwrite)
+    # The demo is idempotent: an interrupted demo simply continues where it stopped.
+    run = RunDir.create(out, manifest, resume=True, overwrite=overwrite)
     clip_path = run.path / "clips" / "indexed.mp4"
     if run.state == "new" or not clip_path.exists():  # --overwrite keeps old extra files
         clip_path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,6 +205,10 @@ def run_demo(
     return result
 
 
+def _f3(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
 def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
     clip = result["clip"]
     console.print(
@@ -228,8 +232,9 @@ def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
     for col in ("task", "memory=perfect", "memory=none"):
         table.add_column(col)
     for r in cm["per_task"]:
-        table.add_row(r["task_id"], f"{r['perfect']:.3f}", f"{r['none']:.3f}")
-    table.add_row("[bold]mean[/bold]", f"[bold]{cm['means']['perfect']:.3f}[/bold]", f"[bold]{cm['means']['none']:.3f}[/bold]")
+        table.add_row(r["task_id"], _f3(r["perfect"]), _f3(r["none"]))
+    table.add_row("[bold]mean[/bold]", f"[bold]{_f3(cm['means']['perfect'])}[/bold]",
+                  f"[bold]{_f3(cm['means']['none'])}[/bold]")
     console.print(table)
     console.print("perfect memory beats no memory on every task: "
                   + ("[green]yes[/green]" if cm["perfect_beats_none_on_every_task"] else "[red]NO[/red]"))
@@ -239,7 +244,7 @@ def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
         table.add_column(col)
     for memory, r in ml["by_memory"].items():
         t_half = r["median_t_half_seconds"]
-        table.add_row(memory, f"{r['fidelity']['mean']:.3f}", f"{r['half_life_official']}/{ml['cases']}",
+        table.add_row(memory, _f3(r["fidelity"]["mean"]), f"{r['half_life_official']}/{ml['cases']}",
                       "n/a" if t_half is None else f"{t_half:.1f}")
     console.print(table)
     pending = ", ".join(result["benchmarks_not_implemented"])

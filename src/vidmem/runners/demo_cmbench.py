@@ -51,7 +51,9 @@ def run_cmbench_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
     tasks = list(results["perfect"]["per_task"])
     per_task = [{"task_id": t, **{m: results[m]["per_task"].get(t) for m in MEMORIES}} for t in tasks]
     means = {m: results[m]["score"]["mean"] for m in MEMORIES}
-    passed = all(r["perfect"] - r["none"] >= MIN_MARGIN for r in per_task)
+    passed = bool(per_task) and all(
+        r["perfect"] is not None and r["none"] is not None and r["perfect"] - r["none"] >= MIN_MARGIN
+        for r in per_task)
     return {
         "dataset": str(data), "tasks": len(tasks), "means": means,
         "ci": {m: [results[m]["score"]["ci_low"], results[m]["score"]["ci_high"]] for m in MEMORIES},

@@ -53,8 +53,9 @@ def run_memory_loop_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
             "report": str(render_run_report(run.path)["html"]),
         }
     perfect, short = (out[m]["fidelity"]["mean"] for m in MEMORIES)
+    higher = perfect is not None and short is not None and perfect > short
     return {"dataset": str(data), "cases": len(ds.cases), "by_memory": out,
-            "perfect_fidelity_higher": perfect > short, "official": False}
+            "perfect_fidelity_higher": higher, "official": False}
 
 
 def report_section(rep: Any, result: dict[str, Any]) -> None:

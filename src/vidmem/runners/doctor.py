@@ -47,6 +47,8 @@ def _backend_status(entry: Any, model_dir: str | None) -> dict[str, Any]:
         row["importable"] = True
     except ImportError as exc:
         row.update(importable=False, problem=f"missing package: {exc.name}")
+    except Exception as exc:  # a broken install of an optional package must not crash doctor
+        row.update(importable=False, problem=f"{type(exc).__name__}: {exc}")
     checkpoint = entry.meta.get("checkpoint")
     if checkpoint is None:
         row["weights"] = "none needed"

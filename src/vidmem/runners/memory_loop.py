@@ -82,7 +82,9 @@ def write_requests(root: str | Path, manifest: str | Path, videos: str | Path, *
 
 def is_official(config: ScorerConfig) -> bool:
     """True for the official path with an official embedder and the protocol's settings."""
-    return (config.path == "official" and bool(BACKENDS.get(config.embedder).meta.get("official"))
+    from vidmem.data.benchmarks.memory_loop_score import PRESETS
+
+    return (config.path == "official" and config.embedder == PRESETS["official"]
             and config.protocol_defaults)
 
 
@@ -202,7 +204,10 @@ def score(ds: md.MemoryLoopDataset, run: RunDir, videos: str | Path, scorer: Sco
     errors = [(s.item_id, (s.error or "").splitlines()[0] if s.error else "")
               for s in stored.values() if s.status == "error"]
     result = {
-        "benchmark": BENCHMARK, "official": is_official(scorer),
+        # Cases paired from the planned loop (no pose track) are diagnostic: a run that has
+        # any is not an official protocol run.
+        "benchmark": BENCHMARK,
+        "official": is_official(scorer) and not any(r.get("diagnostic") for r in rows),
         "official_backends": bool(BACKENDS.get(scorer.embedder).meta.get("official")),
         "protocol_defaults": scorer.protocol_defaults, "scorer": scorer.to_dict(),
         "n_cases": len(ds.cases), **aggregate(rows),
