@@ -68,3 +68,27 @@ def resolve_weights(weights: str | Path, *, backend: str, model_dir: str | Path 
         hint=f"pass weights=<local dir>, set --model-dir or ${MODEL_DIR_ENV}, or run "
         f"`vidmem models fetch {backend} --to DIR` on a machine with hub access",
     )
+
+
+def weights_fingerprint(backend: str, options: dict | None = None) -> str | None:
+    """A cheap identity of the weights a backend would load: file names, sizes, mtimes.
+
+    Put into cache keys so that swapping the weights behind the same name or path
+    invalidates cached scores without hashing gigabytes on every run. ``None`` for
+    weight-free backends and for weights that cannot be found (loading them will then
+    raise the clear error).
+    """
+    from vidmem.io.hashing import content_hash
+    from vidmem.registry import BACKENDS
+
+    options = options or {}
+    checkpoint = options.get("weights") or BACKENDS.get(backend).meta.get("checkpoint")
+    if not checkpoint:
+        return None
+    try:
+        path = resolve_weights(checkpoint, backend=backend, model_dir=options.get("model_dir"))
+    except MissingDependencyError:
+        return None
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return content_hash([(p.name if path.is_file() else str(p.relative_to(path)),
+                          p.stat().st_size, p.stat().st_mtime_ns) for p in files])

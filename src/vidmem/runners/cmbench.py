@@ -16,12 +16,13 @@ from rich.console import Console
 
 from vidmem.data.benchmarks import cmbench_data as cd
 from vidmem.data.benchmarks.cmbench_score import PRESETS, CMBenchScorer, ScorerConfig
-from vidmem.data.requests import GenerationRequest
 from vidmem.errors import UserInputError
 from vidmem.io.hashing import file_sha256
 from vidmem.metrics.cmbench import group_scores
 from vidmem.metrics.kv_pruning import speedup
 from vidmem.models.loading import load_backend
+from vidmem.models.weights import weights_fingerprint
+from vidmem.runners import generation
 from vidmem.runners.execute import WorkItem, execute
 from vidmem.runners.store import RunDir, RunManifest
 from vidmem.stats.bootstrap import bootstrap_mean_ci
@@ -81,22 +82,6 @@ def _score_item(item: WorkItem) -> dict[str, Any]:
     return {"response": result, "score": score}
 
 
-@cache
-def _generator(spec: str, options_json: str) -> Any:
-    from vidmem.generators.loading import load_generator
-
-    return load_generator(spec, json.loads(options_json))
-
-
-def _generate_item(item: WorkItem) -> dict[str, Any]:
-    req = item.request
-    gen = _generator(req["generator"], json.dumps(req["generator_options"], sort_keys=True))
-    result = gen.generate(GenerationRequest.from_dict(req["generation"]))
-    if result.status != "ok":
-        raise RuntimeError(result.error or f"generation of {item.item_id} failed")
-    return {"response": result.to_dict(), "score": None}
-
-
 # ------------------------------------------------------------------------ entry points
 
 
@@ -143,14 +128,10 @@ def generate(ds: cd.CMBenchDataset, run: RunDir, generator: str, options: dict[s
              workers: int = 1, quiet: bool = False) -> dict[str, Any]:
     """Generate every task's continuation into ``RUN/continuations`` (resumable)."""
     out_dir = run.path / "continuations"
-    items = []
-    for req in cd.continuation_requests(ds, out_dir):
-        items.append(WorkItem.make(req.request_id, "generate", {
-            "generation": req.to_dict(), "generator": generator, "generator_options": options,
-            "context_sha256": file_sha256(req.context_video),
-        }))
+    items = [generation.make_item(req, generator, options, {"context_sha256": file_sha256(req.context_video)})
+             for req in cd.continuation_requests(ds, out_dir)]
     with run.items() as store:
-        summary = execute(store, items, _generate_item, workers=workers, progress=not quiet, quiet=quiet)
+        summary = generation.run_generation(store, items, workers=workers, quiet=quiet)
     return {"dir": out_dir, "summary": summary.as_counts(), "errors": list(summary.error_samples)}
 
 
@@ -161,6 +142,9 @@ def score(ds: cd.CMBenchDataset, run: RunDir, videos: str | Path, scorer: Scorer
     scan = cd.find_continuations(ds, videos)
     if scan.missing and not allow_missing:
         scan.raise_if_missing()
+    opts = scorer.backend_options
+    weights = {n: weights_fingerprint(n, dict(opts.get(n, {})))
+               for n in (scorer.detector, scorer.segmenter, scorer.embedder) if n is not None}
     items = []
     for task in ds.tasks:
         video = scan.found.get(task.task_id)
@@ -173,6 +157,7 @@ def score(ds: cd.CMBenchDataset, run: RunDir, videos: str | Path, scorer: Scorer
             "video": str(video), "video_sha256": file_sha256(video),
             "references": [r.__dict__ for r in resolved], "scorer": scorer.to_dict(),
             "crops_dir": str(run.path / "crops"), "scorer_version": BENCHMARK_VERSION,
+            "weights": weights,
         }))
     with run.items() as store:
         done = store.done_keys()

@@ -23,8 +23,9 @@ from vidmem.data.benchmarks.memory_loop_schema import BENCHMARK, BENCHMARK_VERSI
 from vidmem.data.benchmarks.memory_loop_score import MemoryLoopScorer, ScorerConfig
 from vidmem.io.hashing import file_sha256
 from vidmem.models.loading import load_backend
+from vidmem.models.weights import weights_fingerprint
 from vidmem.registry import BACKENDS
-from vidmem.runners.cmbench import _generate_item  # generic: runs one GenerationRequest
+from vidmem.runners import generation
 from vidmem.runners.execute import WorkItem, execute
 from vidmem.runners.store import RunDir, RunManifest
 
@@ -150,15 +151,10 @@ def generate(ds: md.MemoryLoopDataset, run: RunDir, generator: str, options: dic
              workers: int = 1, quiet: bool = False, seed: int = 0) -> dict[str, Any]:
     """Generate every case's video into ``RUN/videos`` (resumable)."""
     out_dir = run.path / "videos"
-    items = [
-        WorkItem.make(req.request_id, "generate", {
-            "generation": req.to_dict(), "generator": generator, "generator_options": options,
-            "start_image_sha256": file_sha256(req.start_image)})
-        for req in md.generation_requests(ds, out_dir, seed=seed)
-    ]
+    items = [generation.make_item(req, generator, options, {"start_image_sha256": file_sha256(req.start_image)})
+             for req in md.generation_requests(ds, out_dir, seed=seed)]
     with run.items() as store:
-        summary = execute(store, items, _generate_item, workers=workers, progress=not quiet,
-                          quiet=quiet)
+        summary = generation.run_generation(store, items, workers=workers, quiet=quiet)
     return {"dir": out_dir, "summary": summary.as_counts(), "errors": list(summary.error_samples)}
 
 
@@ -168,6 +164,7 @@ def score(ds: md.MemoryLoopDataset, run: RunDir, videos: str | Path, scorer: Sco
     scan = md.find_videos(ds, videos)
     if scan.missing and not allow_missing:
         scan.raise_if_missing()
+    weights = weights_fingerprint(scorer.embedder, dict(scorer.backend_options.get(scorer.embedder, {})))
     items = []
     for case in ds.cases:
         video = scan.found.get(case.case_id)
@@ -179,7 +176,7 @@ def score(ds: md.MemoryLoopDataset, run: RunDir, videos: str | Path, scorer: Sco
             "video_sha256": file_sha256(video), "pose_source": source,
             "poses_path": None if poses is None else str(poses),
             "poses_sha256": None if poses is None or not poses.is_file() else file_sha256(poses),
-            "scorer": scorer.to_dict(), "scorer_version": BENCHMARK_VERSION,
+            "scorer": scorer.to_dict(), "scorer_version": BENCHMARK_VERSION, "weights": weights,
         }))
     with run.items() as store:
         if any(item.key not in store.done_keys() for item in items):
