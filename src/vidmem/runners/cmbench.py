@@ -176,9 +176,11 @@ def score(ds: cd.CMBenchDataset, run: RunDir, videos: str | Path, scorer: Scorer
                 "target_label": task.target_label, "status": status}
         if status == "scored":
             rows.append({**base, **s.score, "item_key": s.key})
-        elif status == "missing" or allow_missing:
-            rows.append({**base, "score": 0.0, "best_frame": None, "best_reference": None,
-                         "n_frames_scored": 0, "n_detected": 0})
+        else:
+            # missing (only reachable with --allow-missing) scores 0; an error has no score
+            # and is left out of the mean, and listed in summary["errors"].
+            rows.append({**base, "score": 0.0 if status == "missing" else None, "best_frame": None,
+                         "best_reference": None, "n_frames_scored": 0, "n_detected": 0})
     run.write_scores(rows)
     errors = [(s.item_id, (s.error or "").splitlines()[0] if s.error else "") for s in stored.values()
               if s.status == "error"]

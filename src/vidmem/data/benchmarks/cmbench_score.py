@@ -29,7 +29,7 @@ import numpy as np
 
 from vidmem.data.benchmarks.cmbench_data import CMBenchTask, ResolvedReference
 from vidmem.errors import UserInputError
-from vidmem.io.boxes import normalized_to_pixel
+from vidmem.io.boxes import SNAP_TOLERANCE, normalized_to_pixel
 from vidmem.io.video import iter_frames as _iter_frames
 from vidmem.io.video import probe, read_frames
 from vidmem.metrics.cmbench import cosine_rows, task_score
@@ -106,10 +106,11 @@ def masked_crop(image: np.ndarray, box: Sequence[int], mask: np.ndarray | None) 
 
 
 def _pixel_box(box: Sequence[float], width: int, height: int) -> tuple[int, int, int, int] | None:
-    x0 = max(0, int(np.floor(box[0])))
-    y0 = max(0, int(np.floor(box[1])))
-    x1 = min(width, int(np.ceil(box[2])))
-    y1 = min(height, int(np.ceil(box[3])))
+    # Outward rounding as for reference boxes, with float noise within SNAP_TOLERANCE snapped.
+    x0 = max(0, int(np.floor(box[0] + SNAP_TOLERANCE)))
+    y0 = max(0, int(np.floor(box[1] + SNAP_TOLERANCE)))
+    x1 = min(width, int(np.ceil(box[2] - SNAP_TOLERANCE)))
+    y1 = min(height, int(np.ceil(box[3] - SNAP_TOLERANCE)))
     return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else None
 
 
