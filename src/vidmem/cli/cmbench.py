@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,42 +86,17 @@ def register(run_app: typer.Typer, score_app: typer.Typer, requests_app: typer.T
     def _score_common(root: Path, videos: Path | None, out: Path, gen: tuple[str, dict[str, Any]] | None, cfg: Any,
                       allow_missing: bool, kv_log: Path | None, baseline: Path | None, workers: int, resume: bool,
                       overwrite: bool, quiet: bool, as_json: bool) -> None:
-        from vidmem.data.benchmarks.cmbench_data import load_cmbench
+        from vidmem.cli.benchmark_flow import score_or_run
+        from vidmem.data.benchmarks.cmbench_data import find_continuations, load_cmbench
         from vidmem.runners import cmbench as runner
-        from vidmem.runners.reporting import render_run_report
 
-        ds = load_cmbench(root)
-        extra: dict[str, Any] = {"allow_missing": allow_missing}
-        if gen:
-            extra["generator"] = {"name": gen[0], "options": gen[1]}
-        else:
-            videos = Path(videos).resolve()
-            extra["videos"] = str(videos)
-            if not allow_missing:  # fail before a run directory exists, so a retry needs no --resume
-                from vidmem.data.benchmarks.cmbench_data import find_continuations
-
-                scan = find_continuations(ds, videos)
-                if scan.missing:
-                    scan.raise_if_missing()
-        run = runner.open_run(ds, out, cfg, extra, resume=resume, overwrite=overwrite, argv=sys.argv)
-        quiet = quiet or as_json
-        if gen:
-            g = runner.generate(ds, run, gen[0], gen[1], workers=workers, quiet=quiet)
-            videos = g["dir"]
-            if g["summary"]["errors"] and not allow_missing:
-                first = g["errors"][0] if g["errors"] else ("?", "?")
-                raise UserInputError(f"{g['summary']['errors']} continuations failed to generate; first: "
-                                     f"{first[0]}: {first[1]}", hint="fix the generator and rerun with --resume, "
-                                     "or pass --allow-missing to score them as 0")
-        result = runner.score(ds, run, videos, cfg, allow_missing=allow_missing, kv_log=kv_log,
-                              baseline=baseline, workers=workers, quiet=quiet)
-        runner.record_backends(run, cfg)
-        result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
-        if as_json:
-            print_json(result)
-        elif not quiet:
-            runner.print_summary(console, result, run)
-            console.print(f"report: {result['report']['html']}")
+        score_or_run(runner, load_cmbench(root), videos=videos, out=out, gen=gen, cfg=cfg,
+                     allow_missing=allow_missing, find_videos=find_continuations,
+                     failed_what="continuations",
+                     failed_hint="fix the generator and rerun with --resume, or pass --allow-missing to "
+                     "score them as 0",
+                     workers=workers, resume=resume, overwrite=overwrite, quiet=quiet, as_json=as_json,
+                     score_options={"kv_log": kv_log, "baseline": baseline})
 
     @score_app.command("cmbench")
     def score_cmbench(

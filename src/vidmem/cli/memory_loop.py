@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -89,43 +88,17 @@ def register(run_app: typer.Typer, score_app: typer.Typer, requests_app: typer.T
     def _common(root: Path, videos: Path | None, out: Path, gen: tuple[str, dict[str, Any]] | None,
                 cfg: Any, allow_missing: bool, workers: int, resume: bool, overwrite: bool,
                 quiet: bool, as_json: bool) -> None:
-        from vidmem.data.benchmarks.memory_loop_data import load_memory_loop
+        from vidmem.cli.benchmark_flow import score_or_run
+        from vidmem.data.benchmarks.memory_loop_data import find_videos, load_memory_loop
         from vidmem.runners import memory_loop as runner
-        from vidmem.runners.reporting import render_run_report
 
-        ds = load_memory_loop(root)
-        extra: dict[str, Any] = {"allow_missing": allow_missing}
-        if gen:
-            extra["generator"] = {"name": gen[0], "options": gen[1]}
-        else:
-            videos = Path(videos).resolve()
-            extra["videos"] = str(videos)
-            if not allow_missing:  # fail before a run directory exists, so a retry needs no --resume
-                from vidmem.data.benchmarks.memory_loop_data import find_videos
-
-                scan = find_videos(ds, videos)
-                if scan.missing:
-                    scan.raise_if_missing()
-        run = runner.open_run(ds, out, cfg, extra, resume=resume, overwrite=overwrite, argv=sys.argv)
-        quiet = quiet or as_json
-        if gen:
-            g = runner.generate(ds, run, gen[0], gen[1], workers=workers, quiet=quiet)
-            videos = g["dir"]
-            if g["summary"]["errors"] and not allow_missing:
-                first = g["errors"][0] if g["errors"] else ("?", "?")
-                raise UserInputError(f"{g['summary']['errors']} case video(s) failed to generate; "
-                                     f"first: {first[0]}: {first[1]}",
-                                     hint="fix the generator and rerun with --resume, or pass "
-                                     "--allow-missing to score the others")
-        result = runner.score(ds, run, videos, cfg, allow_missing=allow_missing,  # type: ignore[arg-type]
-                              workers=workers, quiet=quiet)
-        runner.record_backends(run, cfg)
-        result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
-        if as_json:
-            print_json(result)
-        elif not quiet:
-            runner.print_summary(console, result, run)
-            console.print(f"report: {result['report']['html']}", highlight=False)
+        score_or_run(runner, load_memory_loop(root), videos=videos, out=out, gen=gen, cfg=cfg,
+                     allow_missing=allow_missing, find_videos=find_videos,
+                     failed_what="case video(s)",
+                     failed_hint="fix the generator and rerun with --resume, or pass "
+                     "--allow-missing to score the others",
+                     workers=workers, resume=resume, overwrite=overwrite, quiet=quiet,
+                     as_json=as_json, print_options={"highlight": False})
 
     @score_app.command("memory_loop")
     def score_memory_loop(

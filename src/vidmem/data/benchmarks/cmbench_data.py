@@ -54,7 +54,6 @@ re-exported from this one:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -78,7 +77,6 @@ from vidmem.data.benchmarks.cmbench_requests import (
 )
 from vidmem.data.benchmarks.cmbench_schema import (
     BENCHMARK,
-    MAX_LISTED_ERRORS,
     METADATA_FILE,
     CMBenchClipPrompt,
     CMBenchDataset,
@@ -95,8 +93,9 @@ from vidmem.data.benchmarks.cmbench_schema import TASK_FIELDS as TASK_FIELDS
 from vidmem.data.benchmarks.cmbench_schema import TASK_TYPES as TASK_TYPES
 from vidmem.data.benchmarks.cmbench_schema import VIDEO_TYPES as VIDEO_TYPES
 from vidmem.data.benchmarks.cmbench_stats import OFFICIAL_COUNTS, CMBenchStats, dataset_stats
-from vidmem.data.benchmarks.cmbench_validate import ValidationReport, _RowChecker, _type_name
-from vidmem.errors import UserInputError, VidmemError
+from vidmem.data.benchmarks.cmbench_validate import ValidationReport, _RowChecker
+from vidmem.data.benchmarks.common import raise_on_load_errors, read_jsonl_rows
+from vidmem.errors import VidmemError
 from vidmem.io.video import VideoInfo, probe
 
 __all__ = [
@@ -125,43 +124,7 @@ __all__ = [
 
 
 def _read_rows(meta: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
-    rows: list[tuple[int, dict[str, Any]]] = []
-    problems: list[Problem] = []
-    try:
-        text = meta.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        problems.append(
-            Problem(METADATA_FILE, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-        )
-        return rows, problems
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(
-                Problem(
-                    f"line {number}",
-                    "",
-                    f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one "
-                    "complete JSON object",
-                    line=number,
-                )
-            )
-            continue
-        if not isinstance(obj, dict):
-            problems.append(
-                Problem(
-                    f"line {number}",
-                    "",
-                    f"expected a JSON object, found {_type_name(obj)}",
-                    line=number,
-                )
-            )
-            continue
-        rows.append((number, obj))
-    return rows, problems
+    return read_jsonl_rows(meta, METADATA_FILE)
 
 
 def _validate(
@@ -282,15 +245,10 @@ def load_cmbench(root: str | os.PathLike[str], *, probe_videos: bool = False) ->
             ``MAX_LISTED_ERRORS`` and the count of the rest.
     """
     report, tasks = _validate(root, probe_videos)
-    errors = report.errors
-    if errors:
-        listed = "\n".join(f"  {p}" for p in errors[:MAX_LISTED_ERRORS])
-        more = len(errors) - MAX_LISTED_ERRORS
-        tail = f"\n  ... and {more} more error(s)" if more > 0 else ""
-        raise UserInputError(
-            f"{report.root / METADATA_FILE}: {len(errors)} error(s) in the CMBench dataset:\n"
-            f"{listed}{tail}",
-            hint="fix the rows listed above; validate_cmbench(root).format() prints every "
-            "error and warning",
-        )
+    raise_on_load_errors(
+        report,
+        dataset="CMBench",
+        hint="fix the rows listed above; validate_cmbench(root).format() prints every "
+        "error and warning",
+    )
     return CMBenchDataset(root=report.root, tasks=tuple(tasks), warnings=report.warnings)

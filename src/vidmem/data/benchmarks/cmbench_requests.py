@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from vidmem.data.benchmarks.cmbench_schema import BENCHMARK, MAX_LISTED_ERRORS, CMBenchDataset
-from vidmem.data.benchmarks.cmbench_validate import _is_int, _is_number
+from vidmem.data.benchmarks.cmbench_schema import BENCHMARK, CMBenchDataset
+from vidmem.data.benchmarks.common import VideoFolderScan, _is_int, _is_number, scan_video_folder
 from vidmem.data.requests import GenerationRequest
-from vidmem.errors import UserInputError, VidmemError
+from vidmem.errors import UserInputError
 from vidmem.io.jsonl import read_jsonl, write_jsonl
-from vidmem.io.video import probe
 from vidmem.metrics.kv_log import KVLog, parse_kv_log
 from vidmem.metrics.kv_pruning import KVLogError
 
@@ -163,7 +161,7 @@ def read_manifest(path: str | os.PathLike[str]) -> list[GenerationRequest]:
 
 
 @dataclass(frozen=True)
-class ContinuationScan:
+class ContinuationScan(VideoFolderScan):
     """Which continuations exist. Unpacks as ``found, missing = scan``.
 
     Attributes:
@@ -175,38 +173,10 @@ class ContinuationScan:
         videos_dir: the folder scanned.
     """
 
-    found: dict[str, Path]
-    missing: list[str]
-    reasons: dict[str, str] = field(default_factory=dict)
-    unexpected: list[str] = field(default_factory=list)
-    videos_dir: Path = Path()
-
-    def __iter__(self) -> Iterator[Any]:
-        yield self.found
-        yield self.missing
-
-    def raise_if_missing(self) -> None:
-        """Raise when any continuation is missing (a missing one is never skipped).
-
-        Raises:
-            UserInputError: listing each missing task id with its reason.
-        """
-        if not self.missing:
-            return
-        shown = "\n".join(
-            f"  {tid}: {self.reasons.get(tid, 'missing')}"
-            for tid in self.missing[:MAX_LISTED_ERRORS]
-        )
-        more = len(self.missing) - MAX_LISTED_ERRORS
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        extra = f" (unmatched files: {', '.join(self.unexpected[:5])})" if self.unexpected else ""
-        raise UserInputError(
-            f"{self.videos_dir}: {len(self.missing)} of "
-            f"{len(self.missing) + len(self.found)} continuation(s) missing or unreadable"
-            f"{extra}:\n{shown}{tail}",
-            hint="the generator must write <task_id>.mp4 for every task; rerun it for the "
-            "listed tasks",
-        )
+    missing_what = "continuation(s)"
+    missing_hint = (
+        "the generator must write <task_id>.mp4 for every task; rerun it for the listed tasks"
+    )
 
 
 def find_continuations(ds: CMBenchDataset, videos_dir: str | os.PathLike[str]) -> ContinuationScan:
@@ -231,34 +201,7 @@ def find_continuations(ds: CMBenchDataset, videos_dir: str | os.PathLike[str]) -
             f"{folder}: continuation folder not found",
             hint="pass the folder the generator wrote <task_id>.mp4 files into",
         )
-    found: dict[str, Path] = {}
-    missing: list[str] = []
-    reasons: dict[str, str] = {}
-    for t in ds.tasks:
-        p = folder / f"{t.task_id}.mp4"
-        reason: str | None = None
-        if not p.exists():
-            reason = f"{p} not found"
-        elif not p.is_file():
-            reason = f"{p} is not a file"
-        elif p.stat().st_size == 0:
-            reason = f"{p} is empty (0 bytes)"
-        else:
-            try:
-                probe(p)
-            except VidmemError as exc:
-                reason = exc.message
-            except OSError as exc:
-                reason = f"{p}: {exc}"
-        if reason is None:
-            found[t.task_id] = p
-        else:
-            missing.append(t.task_id)
-            reasons[t.task_id] = reason
-    ids = set(ds.task_ids)
-    unexpected = sorted(
-        f.name for f in folder.iterdir() if f.suffix.lower() == ".mp4" and f.stem not in ids
-    )
+    found, missing, reasons, unexpected = scan_video_folder(folder, ds.task_ids)
     return ContinuationScan(found, missing, reasons, unexpected, folder)
 
 

@@ -8,7 +8,6 @@ that every problem can be reported at once with its line and field.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -16,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from vidmem.errors import UserInputError
+from vidmem.data.benchmarks.common import MAX_LISTED_ERRORS, Problem, find_row
 
 __all__ = [
     "BENCHMARK",
@@ -55,9 +54,6 @@ TASK_FIELDS = (
 )
 REFERENCE_FIELDS = ("timestamp_seconds", "frame_index", "bbox_xyxy_normalized")
 CLIP_FIELDS = ("clip_id", "clip_prompt")
-
-#: At most this many errors are spelled out in the message of :func:`load_cmbench`.
-MAX_LISTED_ERRORS = 20
 
 
 def _video_stem(video: str) -> str:
@@ -144,34 +140,7 @@ class CMBenchTask(BaseModel):
         return dict(self.model_extra or {})
 
 
-# --------------------------------------------------------------------------- problems, dataset
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One problem found while validating the dataset.
-
-    Attributes:
-        where: the task id, or ``"line N"`` when the row has no usable id, or the file.
-        field: the field at fault, e.g. ``references[0].frame_index`` (``""`` for a
-            problem with a whole line or file).
-        message: what was expected, what was found and how to fix it.
-        severity: ``error`` (blocks loading) or ``warning``.
-        line: 1-based line in ``metadata.jsonl``, when known.
-    """
-
-    where: str
-    field: str
-    message: str
-    severity: Literal["error", "warning"] = "error"
-    line: int | None = None
-
-    def __str__(self) -> str:
-        place = self.where
-        if self.line is not None and self.where != f"line {self.line}":
-            place += f" (line {self.line})"
-        what = f"field '{self.field}': " if self.field else ""
-        return f"{self.severity}: {place}: {what}{self.message}"
+# --------------------------------------------------------------------------- dataset
 
 
 @dataclass(frozen=True)
@@ -215,12 +184,6 @@ class CMBenchDataset:
         Raises:
             UserInputError: no such task (with close matches).
         """
-        for t in self.tasks:
-            if t.task_id == task_id:
-                return t
-        close = difflib.get_close_matches(str(task_id), self.task_ids, n=3, cutoff=0.6)
-        guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise UserInputError(
-            f"{self.root / METADATA_FILE}: no task {task_id!r}{guess}",
-            hint=f"the dataset has {len(self.tasks)} tasks; list them with ds.task_ids",
-        )
+        task: CMBenchTask = find_row(self.tasks, task_id, noun="task",
+                                     source=self.root / METADATA_FILE)
+        return task

@@ -14,8 +14,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from pathlib import PurePosixPath, PureWindowsPath
 
 from vidmem.data.benchmarks.cmbench_schema import (
     CLIP_FIELDS,
@@ -28,6 +27,13 @@ from vidmem.data.benchmarks.cmbench_schema import (
     Problem,
     _video_stem,
 )
+from vidmem.data.benchmarks.common import (
+    RowChecker,
+    RowValidationReport,
+    _is_int,
+    _is_number,
+    _type_name,
+)
 from vidmem.io.boxes import check_normalized_box
 
 __all__ = ["ValidationReport"]
@@ -37,7 +43,7 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
-class ValidationReport:
+class ValidationReport(RowValidationReport):
     """Everything :func:`validate_cmbench` found.
 
     Attributes:
@@ -46,63 +52,11 @@ class ValidationReport:
         n_tasks: rows that parsed as JSON objects.
     """
 
-    root: Path
-    problems: tuple[Problem, ...]
-    n_tasks: int = 0
-
-    @property
-    def errors(self) -> tuple[Problem, ...]:
-        """Problems that block loading."""
-        return tuple(p for p in self.problems if p.severity == "error")
-
-    @property
-    def warnings(self) -> tuple[Problem, ...]:
-        """Problems worth a look that do not block loading."""
-        return tuple(p for p in self.problems if p.severity == "warning")
-
-    @property
-    def ok(self) -> bool:
-        """True when there are no errors (warnings allowed)."""
-        return not self.errors
-
-    def format(self, limit: int | None = None) -> str:
-        """Human-readable report: a summary line then one line per problem.
-
-        Args:
-            limit: list at most this many problems (``None``: all).
-        """
-        head = (
-            f"{self.root / METADATA_FILE}: {self.n_tasks} task row(s), "
-            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
-        )
-        shown = self.problems if limit is None else self.problems[:limit]
-        lines = [head, *(f"  {p}" for p in shown)]
-        if len(shown) < len(self.problems):
-            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
-        return "\n".join(lines)
+    rows_file = METADATA_FILE
+    row_noun = "task"
 
 
 # --------------------------------------------------------------------------- JSON values
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _type_name(v: object) -> str:
-    return {
-        dict: "object",
-        list: "array",
-        str: "string",
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        type(None): "null",
-    }.get(type(v), type(v).__name__)
 
 
 def _one_of(value: object, options: Sequence[str]) -> str:
@@ -118,22 +72,10 @@ def _one_of(value: object, options: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- rules
 
 
-class _RowChecker:
+class _RowChecker(RowChecker):
     """Collect the problems of one metadata row."""
 
-    def __init__(self, obj: dict[str, Any], line: int, root: Path) -> None:
-        self.obj = obj
-        self.line = line
-        self.root = root
-        tid = obj.get("task_id")
-        self.where = tid if isinstance(tid, str) and tid.strip() else f"line {line}"
-        self.problems: list[Problem] = []
-
-    def error(self, field_name: str, message: str) -> None:
-        self.problems.append(Problem(self.where, field_name, message, "error", self.line))
-
-    def warn(self, field_name: str, message: str) -> None:
-        self.problems.append(Problem(self.where, field_name, message, "warning", self.line))
+    id_field = "task_id"
 
     def _string(self, field_name: str, v: object, *, required_non_empty: bool) -> str | None:
         """``v`` when it is a non-blank string; otherwise report it and return None."""

@@ -23,14 +23,13 @@ and re-exports the pieces built on it:
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from vidmem.data.benchmarks.cmbench_validate import _type_name
+from vidmem.data.benchmarks.common import raise_on_load_errors, read_jsonl_rows
 from vidmem.data.benchmarks.memory_loop_requests import (
     VideoScan,
     find_videos,
@@ -42,13 +41,12 @@ from vidmem.data.benchmarks.memory_loop_requests import (
 from vidmem.data.benchmarks.memory_loop_schema import (
     BENCHMARK,
     CASES_FILE,
-    MAX_LISTED_ERRORS,
     MemoryLoopCase,
     MemoryLoopDataset,
     Problem,
 )
 from vidmem.data.benchmarks.memory_loop_validate import MemoryLoopValidation, _CaseChecker
-from vidmem.errors import UserInputError, VidmemError
+from vidmem.errors import VidmemError
 
 __all__ = [
     "BENCHMARK",
@@ -69,28 +67,7 @@ __all__ = [
 
 
 def _read_rows(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
-    rows: list[tuple[int, dict[str, Any]]] = []
-    problems: list[Problem] = []
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return rows, [Problem(CASES_FILE, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")]
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(f"line {number}", "", f"not valid JSON ({exc.msg} at column "
-                                    f"{exc.colno}); each line must be one complete JSON object",
-                                    line=number))
-            continue
-        if not isinstance(obj, dict):
-            problems.append(Problem(f"line {number}", "", f"expected a JSON object, found "
-                                    f"{_type_name(obj)}", line=number))
-            continue
-        rows.append((number, obj))
-    return rows, problems
+    return read_jsonl_rows(path, CASES_FILE)
 
 
 def _deep_problems(root: Path, case: MemoryLoopCase, line: int) -> list[Problem]:
@@ -191,15 +168,7 @@ def load_memory_loop(root: str | os.PathLike[str], *, deep: bool = False) -> Mem
             ``MAX_LISTED_ERRORS`` and the count of the rest.
     """
     report, cases = _validate(root, deep)
-    errors = report.errors
-    if errors:
-        listed = "\n".join(f"  {p}" for p in errors[:MAX_LISTED_ERRORS])
-        more = len(errors) - MAX_LISTED_ERRORS
-        tail = f"\n  ... and {more} more error(s)" if more > 0 else ""
-        raise UserInputError(
-            f"{report.root / CASES_FILE}: {len(errors)} error(s) in the memory-loop dataset:\n"
-            f"{listed}{tail}",
-            hint="fix the rows listed above; `vidmem validate memory_loop --root DIR` prints "
-            "every error and warning",
-        )
+    raise_on_load_errors(report, dataset="memory-loop",
+                         hint="fix the rows listed above; `vidmem validate memory_loop --root DIR` "
+                         "prints every error and warning")
     return MemoryLoopDataset(root=report.root, cases=tuple(cases), warnings=report.warnings)

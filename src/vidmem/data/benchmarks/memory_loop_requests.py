@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from vidmem.data.benchmarks.cmbench_requests import read_manifest, write_manifest
-from vidmem.data.benchmarks.cmbench_validate import _is_int
-from vidmem.data.benchmarks.memory_loop_schema import (
-    BENCHMARK,
-    MAX_LISTED_ERRORS,
-    MemoryLoopCase,
-    MemoryLoopDataset,
-)
+from vidmem.data.benchmarks.common import VideoFolderScan, _is_int, scan_video_folder
+from vidmem.data.benchmarks.memory_loop_schema import BENCHMARK, MemoryLoopCase, MemoryLoopDataset
 from vidmem.data.requests import GenerationRequest
-from vidmem.errors import UserInputError, VidmemError
-from vidmem.io.video import probe
+from vidmem.errors import UserInputError
+from vidmem.io.video import VideoInfo
 
 __all__ = [
     "POSES_SUFFIX",
@@ -85,7 +78,7 @@ def generation_requests(ds: MemoryLoopDataset, out_dir: str | os.PathLike[str], 
 
 
 @dataclass(frozen=True)
-class VideoScan:
+class VideoScan(VideoFolderScan):
     """Which case videos exist. Unpacks as ``found, missing = scan``.
 
     Attributes:
@@ -96,35 +89,17 @@ class VideoScan:
         videos_dir: the folder scanned.
     """
 
-    found: dict[str, Path]
-    missing: list[str]
-    reasons: dict[str, str] = field(default_factory=dict)
-    unexpected: list[str] = field(default_factory=list)
-    videos_dir: Path = Path()
+    missing_what = "case video(s)"
+    missing_hint = (
+        "the generator must write <case_id>.mp4 for every case; rerun it for the listed "
+        "cases, or pass --allow-missing to score the others and list these as missing"
+    )
 
-    def __iter__(self) -> Iterator[Any]:
-        yield self.found
-        yield self.missing
 
-    def raise_if_missing(self) -> None:
-        """Raise when any case video is missing.
-
-        Raises:
-            UserInputError: listing each missing case id with its reason.
-        """
-        if not self.missing:
-            return
-        shown = "\n".join(f"  {cid}: {self.reasons.get(cid, 'missing')}"
-                          for cid in self.missing[:MAX_LISTED_ERRORS])
-        more = len(self.missing) - MAX_LISTED_ERRORS
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        extra = f" (unmatched files: {', '.join(self.unexpected[:5])})" if self.unexpected else ""
-        raise UserInputError(
-            f"{self.videos_dir}: {len(self.missing)} of {len(self.missing) + len(self.found)} "
-            f"case video(s) missing or unreadable{extra}:\n{shown}{tail}",
-            hint="the generator must write <case_id>.mp4 for every case; rerun it for the listed "
-            "cases, or pass --allow-missing to score the others and list these as missing",
-        )
+def _too_few_frames(p: Path, info: VideoInfo) -> str | None:
+    if info.n_frames < 2:
+        return f"{p} has {info.n_frames} frame(s); a loop needs at least 2"
+    return None
 
 
 def find_videos(ds: MemoryLoopDataset, videos_dir: str | os.PathLike[str]) -> VideoScan:
@@ -147,33 +122,8 @@ def find_videos(ds: MemoryLoopDataset, videos_dir: str | os.PathLike[str]) -> Vi
     if not folder.is_dir():
         raise UserInputError(f"{folder}: video folder not found",
                              hint="pass the folder the generator wrote <case_id>.mp4 files into")
-    found: dict[str, Path] = {}
-    missing: list[str] = []
-    reasons: dict[str, str] = {}
-    for c in ds.cases:
-        p = folder / f"{c.case_id}.mp4"
-        reason: str | None = None
-        if not p.is_file():
-            reason = f"{p} not found" if not p.exists() else f"{p} is not a file"
-        elif p.stat().st_size == 0:
-            reason = f"{p} is empty (0 bytes)"
-        else:
-            try:
-                info = probe(p)
-                if info.n_frames < 2:
-                    reason = f"{p} has {info.n_frames} frame(s); a loop needs at least 2"
-            except VidmemError as exc:
-                reason = exc.message
-            except OSError as exc:
-                reason = f"{p}: {exc}"
-        if reason is None:
-            found[c.case_id] = p
-        else:
-            missing.append(c.case_id)
-            reasons[c.case_id] = reason
-    ids = set(ds.case_ids)
-    unexpected = sorted(f.name for f in folder.iterdir()
-                        if f.suffix.lower() == ".mp4" and f.stem not in ids)
+    found, missing, reasons, unexpected = scan_video_folder(folder, ds.case_ids,
+                                                            check=_too_few_frames)
     return VideoScan(found, missing, reasons, unexpected, folder)
 
 

@@ -28,7 +28,6 @@ Validation rules live in :mod:`vidmem.data.benchmarks.memory_loop_validate`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from vidmem.data.benchmarks.cmbench_schema import Problem
+from vidmem.data.benchmarks.common import MAX_LISTED_ERRORS, Problem, find_row
 from vidmem.data.benchmarks.memory_loop_plan import LOOPS
-from vidmem.errors import UserInputError
 
 __all__ = [
     "BENCHMARK",
@@ -58,8 +56,6 @@ BENCHMARK_VERSION = "1.1"  # 1.1: nearest match first, then the excursion test
 CASES_FILE = "cases.jsonl"
 CASE_FIELDS = ("case_id", "start_image", "loop_id", "prompt", "duration_seconds", "fps")
 OPTIONAL_FIELDS = ("poses",)
-#: At most this many errors are spelled out in the message of ``load_memory_loop``.
-MAX_LISTED_ERRORS = 20
 
 
 class MemoryLoopCase(BaseModel):
@@ -137,12 +133,6 @@ class MemoryLoopDataset:
         Raises:
             UserInputError: no such case (with close matches).
         """
-        for c in self.cases:
-            if c.case_id == case_id:
-                return c
-        close = difflib.get_close_matches(str(case_id), self.case_ids, n=3, cutoff=0.6)
-        guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise UserInputError(
-            f"{self.root / CASES_FILE}: no case {case_id!r}{guess}",
-            hint=f"the dataset has {len(self.cases)} cases; list them with ds.case_ids",
-        )
+        case: MemoryLoopCase = find_row(self.cases, case_id, noun="case",
+                                        source=self.root / CASES_FILE)
+        return case

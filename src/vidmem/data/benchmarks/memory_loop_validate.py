@@ -20,10 +20,10 @@ import difflib
 import math
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from pathlib import PurePosixPath, PureWindowsPath
 
-from vidmem.data.benchmarks.cmbench_validate import ValidationReport, _is_number, _type_name
+from vidmem.data.benchmarks.cmbench_validate import ValidationReport
+from vidmem.data.benchmarks.common import RowChecker, _is_number, _type_name
 from vidmem.data.benchmarks.memory_loop_plan import LOOP_IDS, LOOPS, loop_for_prompt
 from vidmem.data.benchmarks.memory_loop_schema import (
     CASE_FIELDS,
@@ -43,44 +43,19 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 class MemoryLoopValidation(ValidationReport):
     """Everything ``validate_memory_loop`` found (``n_tasks`` counts case rows)."""
 
+    rows_file = CASES_FILE
+    row_noun = "case"
+
     @property
     def n_cases(self) -> int:
         """Rows of ``cases.jsonl`` that parsed as JSON objects."""
         return self.n_tasks
 
-    def format(self, limit: int | None = None) -> str:
-        """Human-readable report: a summary line then one line per problem.
 
-        Args:
-            limit: list at most this many problems (``None``: all).
-        """
-        head = (
-            f"{self.root / CASES_FILE}: {self.n_tasks} case row(s), "
-            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
-        )
-        shown = self.problems if limit is None else self.problems[:limit]
-        lines = [head, *(f"  {p}" for p in shown)]
-        if len(shown) < len(self.problems):
-            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
-        return "\n".join(lines)
-
-
-class _CaseChecker:
+class _CaseChecker(RowChecker):
     """Collect the problems of one ``cases.jsonl`` row."""
 
-    def __init__(self, obj: dict[str, Any], line: int, root: Path) -> None:
-        self.obj = obj
-        self.line = line
-        self.root = root
-        cid = obj.get("case_id")
-        self.where = cid if isinstance(cid, str) and cid.strip() else f"line {line}"
-        self.problems: list[Problem] = []
-
-    def error(self, field_name: str, message: str) -> None:
-        self.problems.append(Problem(self.where, field_name, message, "error", self.line))
-
-    def warn(self, field_name: str, message: str) -> None:
-        self.problems.append(Problem(self.where, field_name, message, "warning", self.line))
+    id_field = "case_id"
 
     def _text(self, name: str) -> str | None:
         if name not in self.obj:

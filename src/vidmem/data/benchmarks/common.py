@@ -1,0 +1,372 @@
+"""Pieces shared by the JSONL benchmarks (CMBench, memory loop).
+
+Both benchmarks read a folder with one JSON object per line, check every row before
+pydantic sees it and report every problem at once; both then look for one generated
+``<id>.mp4`` per row in a videos folder. What is the same lives here:
+
+* :class:`Problem` and :class:`RowValidationReport`: validation problems and the report
+  that lists them;
+* :class:`RowChecker`: the base of the per-row rule checkers;
+* :func:`read_jsonl_rows`: read a JSONL file into rows plus problems (never raises);
+* :func:`raise_on_load_errors`: refuse a dataset whose report holds errors;
+* :func:`find_row`: a row by id, with "did you mean" when there is none;
+* :class:`VideoFolderScan` and :func:`scan_video_folder`: which ``<id>.mp4`` files exist
+  and open;
+* the JSON value helpers ``_is_int``, ``_is_number`` and ``_type_name``.
+
+The benchmark modules re-export these under their historical names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from vidmem.errors import UserInputError, VidmemError
+from vidmem.io.video import VideoInfo, probe
+
+__all__ = [
+    "MAX_LISTED_ERRORS",
+    "Problem",
+    "RowChecker",
+    "RowValidationReport",
+    "VideoFolderScan",
+    "raise_on_load_errors",
+    "read_jsonl_rows",
+    "find_row",
+    "scan_video_folder",
+]
+
+#: At most this many errors (or missing videos) are spelled out in one message.
+MAX_LISTED_ERRORS = 20
+
+
+# --------------------------------------------------------------------------- JSON values
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _type_name(v: object) -> str:
+    return {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        type(None): "null",
+    }.get(type(v), type(v).__name__)
+
+
+# --------------------------------------------------------------------------- problems, report
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found while validating the dataset.
+
+    Attributes:
+        where: the row id (task or case), or ``"line N"`` when the row has no usable id,
+            or the file.
+        field: the field at fault, e.g. ``references[0].frame_index`` (``""`` for a
+            problem with a whole line or file).
+        message: what was expected, what was found and how to fix it.
+        severity: ``error`` (blocks loading) or ``warning``.
+        line: 1-based line in the dataset's JSONL file, when known.
+    """
+
+    where: str
+    field: str
+    message: str
+    severity: Literal["error", "warning"] = "error"
+    line: int | None = None
+
+    def __str__(self) -> str:
+        place = self.where
+        if self.line is not None and self.where != f"line {self.line}":
+            place += f" (line {self.line})"
+        what = f"field '{self.field}': " if self.field else ""
+        return f"{self.severity}: {place}: {what}{self.message}"
+
+
+@dataclass(frozen=True)
+class RowValidationReport:
+    """Everything a validation of a JSONL dataset found.
+
+    Subclasses name their rows file (:attr:`rows_file`) and what a row is
+    (:attr:`row_noun`) for :meth:`format`.
+
+    Attributes:
+        root: the dataset folder.
+        problems: errors and warnings in file order.
+        n_tasks: rows that parsed as JSON objects.
+    """
+
+    rows_file: ClassVar[str] = "rows.jsonl"
+    row_noun: ClassVar[str] = "row"
+
+    root: Path
+    problems: tuple[Problem, ...]
+    n_tasks: int = 0
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        """Problems that block loading."""
+        return tuple(p for p in self.problems if p.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        """Problems worth a look that do not block loading."""
+        return tuple(p for p in self.problems if p.severity == "warning")
+
+    @property
+    def ok(self) -> bool:
+        """True when there are no errors (warnings allowed)."""
+        return not self.errors
+
+    def format(self, limit: int | None = None) -> str:
+        """Human-readable report: a summary line then one line per problem.
+
+        Args:
+            limit: list at most this many problems (``None``: all).
+        """
+        head = (
+            f"{self.root / self.rows_file}: {self.n_tasks} {self.row_noun} row(s), "
+            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
+        )
+        shown = self.problems if limit is None else self.problems[:limit]
+        lines = [head, *(f"  {p}" for p in shown)]
+        if len(shown) < len(self.problems):
+            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
+        return "\n".join(lines)
+
+
+def raise_on_load_errors(report: RowValidationReport, *, dataset: str, hint: str) -> None:
+    """Raise when ``report`` holds errors, listing the first :data:`MAX_LISTED_ERRORS`.
+
+    Args:
+        report: the validation report.
+        dataset: the dataset's name in the message, e.g. ``"CMBench"``.
+        hint: how to see every problem.
+
+    Raises:
+        UserInputError: the report holds errors.
+    """
+    errors = report.errors
+    if not errors:
+        return
+    listed = "\n".join(f"  {p}" for p in errors[:MAX_LISTED_ERRORS])
+    more = len(errors) - MAX_LISTED_ERRORS
+    tail = f"\n  ... and {more} more error(s)" if more > 0 else ""
+    raise UserInputError(
+        f"{report.root / report.rows_file}: {len(errors)} error(s) in the {dataset} dataset:\n"
+        f"{listed}{tail}",
+        hint=hint,
+    )
+
+
+class RowChecker:
+    """Collect the problems of one raw JSONL row (subclasses add the rules).
+
+    :attr:`id_field` names the row's id; a row without a usable id is placed as
+    ``"line N"``.
+    """
+
+    id_field: ClassVar[str] = "id"
+
+    def __init__(self, obj: dict[str, Any], line: int, root: Path) -> None:
+        self.obj = obj
+        self.line = line
+        self.root = root
+        rid = obj.get(self.id_field)
+        self.where = rid if isinstance(rid, str) and rid.strip() else f"line {line}"
+        self.problems: list[Problem] = []
+
+    def error(self, field_name: str, message: str) -> None:
+        self.problems.append(Problem(self.where, field_name, message, "error", self.line))
+
+    def warn(self, field_name: str, message: str) -> None:
+        self.problems.append(Problem(self.where, field_name, message, "warning", self.line))
+
+
+def find_row(rows: Sequence[Any], wanted: str, *, noun: str, source: Path) -> Any:
+    """The row whose ``<noun>_id`` is ``wanted`` (e.g. the task with this ``task_id``).
+
+    Raises:
+        UserInputError: no such row (with close matches), placed at ``source``.
+    """
+    id_attr = f"{noun}_id"
+    for row in rows:
+        if getattr(row, id_attr) == wanted:
+            return row
+    ids = tuple(getattr(row, id_attr) for row in rows)
+    close = difflib.get_close_matches(str(wanted), ids, n=3, cutoff=0.6)
+    guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise UserInputError(
+        f"{source}: no {noun} {wanted!r}{guess}",
+        hint=f"the dataset has {len(rows)} {noun}s; list them with ds.{noun}_ids",
+    )
+
+
+# --------------------------------------------------------------------------- JSONL rows
+
+
+def read_jsonl_rows(
+    path: Path, file_label: str
+) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+    """Read a JSONL dataset file into ``(line, object)`` rows and problems.
+
+    Blank lines are skipped; a line that is not JSON, or not a JSON object, becomes a
+    problem placed as ``"line N"``. A file that is not UTF-8 gives one problem placed
+    as ``file_label`` and no rows.
+    """
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        problems.append(
+            Problem(file_label, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        )
+        return rows, problems
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(
+                    f"line {number}",
+                    "",
+                    f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one "
+                    "complete JSON object",
+                    line=number,
+                )
+            )
+            continue
+        if not isinstance(obj, dict):
+            problems.append(
+                Problem(
+                    f"line {number}",
+                    "",
+                    f"expected a JSON object, found {_type_name(obj)}",
+                    line=number,
+                )
+            )
+            continue
+        rows.append((number, obj))
+    return rows, problems
+
+
+# --------------------------------------------------------------------------- video folder
+
+
+@dataclass(frozen=True)
+class VideoFolderScan:
+    """Which ``<id>.mp4`` videos exist. Unpacks as ``found, missing = scan``.
+
+    Subclasses word :meth:`raise_if_missing` through :attr:`missing_what` (e.g.
+    ``"continuation(s)"``) and :attr:`missing_hint`.
+
+    Attributes:
+        found: id -> readable ``<videos_dir>/<id>.mp4``.
+        missing: ids (dataset order) whose video is absent, empty or unreadable.
+        reasons: id -> why it is in ``missing``.
+        unexpected: ``.mp4`` file names in the folder that match no id.
+        videos_dir: the folder scanned.
+    """
+
+    missing_what: ClassVar[str] = "video(s)"
+    missing_hint: ClassVar[str] = "the generator must write <id>.mp4 for every row"
+
+    found: dict[str, Path]
+    missing: list[str]
+    reasons: dict[str, str] = field(default_factory=dict)
+    unexpected: list[str] = field(default_factory=list)
+    videos_dir: Path = Path()
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.found
+        yield self.missing
+
+    def raise_if_missing(self) -> None:
+        """Raise when any video is missing (a missing one is never skipped).
+
+        Raises:
+            UserInputError: listing each missing id with its reason.
+        """
+        if not self.missing:
+            return
+        shown = "\n".join(
+            f"  {rid}: {self.reasons.get(rid, 'missing')}"
+            for rid in self.missing[:MAX_LISTED_ERRORS]
+        )
+        more = len(self.missing) - MAX_LISTED_ERRORS
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        extra = f" (unmatched files: {', '.join(self.unexpected[:5])})" if self.unexpected else ""
+        raise UserInputError(
+            f"{self.videos_dir}: {len(self.missing)} of "
+            f"{len(self.missing) + len(self.found)} {self.missing_what} missing or unreadable"
+            f"{extra}:\n{shown}{tail}",
+            hint=self.missing_hint,
+        )
+
+
+def scan_video_folder(
+    folder: Path,
+    ids: Iterable[str],
+    *,
+    check: Callable[[Path, VideoInfo], str | None] | None = None,
+) -> tuple[dict[str, Path], list[str], dict[str, str], list[str]]:
+    """Look for ``<folder>/<id>.mp4`` for every id and check it opens.
+
+    Each file is probed (:func:`vidmem.io.video.probe`, demux only); a missing,
+    zero-byte or unreadable file, or one that ``check`` rejects (it returns the
+    reason), is missing with the reason. The caller checks that ``folder`` is a folder.
+
+    Returns:
+        ``(found, missing, reasons, unexpected)`` as in :class:`VideoFolderScan`.
+    """
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    reasons: dict[str, str] = {}
+    id_list = list(ids)
+    for rid in id_list:
+        p = folder / f"{rid}.mp4"
+        reason: str | None = None
+        if not p.exists():
+            reason = f"{p} not found"
+        elif not p.is_file():
+            reason = f"{p} is not a file"
+        elif p.stat().st_size == 0:
+            reason = f"{p} is empty (0 bytes)"
+        else:
+            try:
+                info = probe(p)
+                if check is not None:
+                    reason = check(p, info)
+            except VidmemError as exc:
+                reason = exc.message
+            except OSError as exc:
+                reason = f"{p}: {exc}"
+        if reason is None:
+            found[rid] = p
+        else:
+            missing.append(rid)
+            reasons[rid] = reason
+    known = set(id_list)
+    unexpected = sorted(
+        f.name for f in folder.iterdir() if f.suffix.lower() == ".mp4" and f.stem not in known
+    )
+    return found, missing, reasons, unexpected
