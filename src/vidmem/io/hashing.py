@@ -6,6 +6,7 @@ so that the same crop embedded by two benchmarks, or by a resumed run, is comput
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -58,7 +59,19 @@ def content_hash(obj: Any, *, length: int = 32) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    """SHA-256 of a file's bytes, read in 1 MiB chunks.
+
+    Remembered per (path, size, modification time in ns) within the process, because
+    benchmarks hash the same inputs many times (a context video shared by several tasks,
+    a start image shared by six loops); a rewritten file has a new mtime and is read again.
+    """
+    p = Path(path)
+    st = p.stat()
+    return _file_sha256(str(p.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(_CHUNK):
