@@ -11,13 +11,13 @@ with the protocol's pairing, and reports
   official ``t_half`` against the truth ``TAU ln 2``, and the not-applicable reasons
   per loop -- the numbers behind the notes in ``tests/sim/test_memory_loop_vs_truth.py``.
 
-Usage: python benchmarks/bench_memory_loop.py [--images 2] [--seconds 16] [--fps 8]
-       [--size 160x90] [--memories perfect,none,decay:4,decay:16,decay:64] [--seed 0]
+Usage: python benchmarks/bench_memory_loop.py [--images 2] [--seconds 60] [--fps 4]
+       [--size 160x90] [--memories perfect,none,decay:5,decay:15,decay:45] [--seed 0]
        [--gen-seed 0] [--workdir DIR]
 
 ``--seed`` is the dataset build seed (other start images), ``--gen-seed`` the sim
-generator's seed (other forgetting draws); the half-life varies a lot across both, so
-measure several before trusting a median.
+generator's seed (other forgetting draws); single-case half-lives vary a lot across
+both, so measure several seeds before trusting a median.
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ def _row(memory: str, result: dict, rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", type=int, default=2)
-    ap.add_argument("--seconds", type=float, default=16.0)
-    ap.add_argument("--fps", type=float, default=8.0)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--fps", type=float, default=4.0)
     ap.add_argument("--size", default="160x90")
-    ap.add_argument("--memories", default="perfect,none,decay:4,decay:16,decay:64")
+    ap.add_argument("--memories", default="perfect,none,decay:5,decay:15,decay:45")
     ap.add_argument("--seed", type=int, default=0, help="dataset build seed")
     ap.add_argument("--gen-seed", type=int, default=0, help="sim generator seed")
     ap.add_argument("--workdir", type=Path, default=None)

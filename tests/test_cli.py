@@ -138,7 +138,7 @@ def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
     assert cm["official"] is False
     ml = result["memory_loop"]
     assert ml["perfect_fidelity_higher"] is True
-    assert ml["by_memory"]["perfect"]["fidelity"]["mean"] > ml["by_memory"]["decay:8"]["fidelity"]["mean"] + 0.1
+    assert ml["by_memory"]["perfect"]["fidelity"]["mean"] > ml["by_memory"]["decay:15"]["fidelity"]["mean"] + 0.1
     assert (out / "run.json").is_file() and (out / "items.sqlite").is_file()
     html = (out / "report" / "report.html").read_text()
     assert "data:image/png;base64," in html

@@ -1,40 +1,27 @@
 """The memory-loop scorer checked against the sim world's truth, which it never reads.
 
-Closed loop: build a sim memory-loop dataset (one start image, the six loops), let the
-sim generator perform every loop with a perfect memory and with ``decay:TAU`` for
-TAU = 4, 16 and 64 s, score each run with the offline path and the protocol's
-pairing, then compare with the truth sidecars the generator wrote. Rollouts are 16 s
-at 8 fps and 160 x 90 pixels to keep the test short.
+Closed loop: build a sim memory-loop dataset (two start images, the six loops each),
+let the sim generator perform every loop with a perfect memory, no memory, and
+``decay:TAU`` for TAU = 5, 15 and 45 s, score each run with the offline path and the
+protocol's pairing, then compare with the truth sidecars the generator wrote. Rollouts
+are the protocol's 60 s, at 4 fps and 160 x 90 pixels to keep the test short.
 
-What the protocol measures here, and what it does not (measured with this build):
+What is checked, and why these settings:
 
 * Pairs from the pose sidecars are exactly the generator's own revisit matches.
-* Revisit fidelity follows the truth: on exact revisits it rises with the fraction of
-  the view the generator remembered, and mean sample fidelity ranks the memories.
-* The Memory Half-Life does **not** recover TAU on these rollouts. Causes found:
-  (1) fixed: the pairing used to apply the excursion as a filter before choosing the
-  nearest frame, so the first frames of every return were paired with a near miss up
-  to 0.15 away (~0.75 fidelity under a perfect memory vs ~0.995 for exact revisits);
-  the protocol's rule takes the nearest frame first and keeps the pair only if the
-  excursion holds (:mod:`vidmem.metrics.revisit`), and now a perfect memory scores
-  0.94 instead of 0.92 and never gets an official fit. (2) In the sim, the similarity
-  of a forgotten view to the truth depends on the place, so the forgetting floor
-  drifts along a loop; a linear drift is fitted as tau ~ 1e3-1e5 s (official, value
-  1.0), and memory ``none`` still gets such fits. Replacing forgotten tiles by a
-  neutral random-colour texture (with an ordered dither choosing the kept tiles)
-  narrowed that drift for the offline embedder and ranked 4 < 16 < 64 on the two-image
-  benchmark (median t_half 1.5 / 3.5 / 13 s vs truth 2.8 / 11 / 44 s), but on one
-  image the ranking held for only 4 of 8 seeds, decay:64 ranged 0.1x-360x the truth,
-  and with a colour-histogram cosine the floor then rose near the start view
-  (``tests/sim/test_loop_memory.py`` monotonicity failed), so the sim keeps the
-  upside-down copy. (3) Dominant: a 16 s loop's gaps span about 4.5-16 s, a factor
-  of 2-3, which cannot pin the three-parameter curve's tau when tau is longer than
-  the span (decay:16, decay:64); 60 s rollouts pin decay:64 better but leave decay:4
-  entirely on the floor. Measured after fix (1), one image, build seeds 0-5: the
-  ranking 4 < 16 < 64 held for seeds 0 and 4 only, medians from 1 s to 3e4 s.
-  ``test_half_life_ranks_decay_and_lands_near_the_truth`` states the requirement and
-  is expected to fail until (2) and (3) change; ``benchmarks/bench_memory_loop.py``
-  measures it.
+* Revisit fidelity rises with the share of the view the generator remembered.
+* Mean fidelity ranks the memories; a perfect memory and no memory never get an
+  official half-life (nothing decays along the gaps).
+* The median official ``t_half`` ranks the three decay settings and lands within a
+  factor 3 of the truth ``TAU ln 2``. Measured with
+  ``python benchmarks/bench_memory_loop.py --images 2 --seed S`` for build seeds 0-7:
+  the ranking held for all eight, and the ratio to the truth stayed within 0.83-2.4.
+  It is a factor and not a match because the offline similarity is not linear in the
+  remembered share (its colour part goes like ``sqrt(f)``, its SSIM part faster than
+  ``f``) and the three-parameter fit trades the floor against tau over gaps that
+  span only 17-60 s per case (2 s for ``yaw_loop_360`` and ``square_loop``, which are
+  then not applicable). TAU values far outside the gaps (decay:2, decay:200) are not
+  measurable by this protocol on 60 s loops and are not asserted.
 """
 
 from __future__ import annotations
@@ -50,16 +37,19 @@ from scipy.stats import spearmanr
 from vidmem.data.benchmarks.memory_loop_data import generation_requests, load_memory_loop
 from vidmem.data.benchmarks.memory_loop_score import ScorerConfig
 from vidmem.runners import memory_loop as runner
+from vidmem.sim.build import build
 from vidmem.sim.generator import SimGenerator
 
-SECONDS, FPS, W, H = 16.0, 8.0, 160, 90
-MEMORIES = ("perfect", "decay:64", "decay:16", "decay:4")
+SECONDS, FPS, W, H = 60.0, 4.0, 160, 90
+TAUS = (5, 15, 45)
+MEMORIES = ("perfect", "none", *(f"decay:{t}" for t in TAUS))
 
 
 @pytest.fixture(scope="module")
-def runs(loop_root, tmp_path_factory):
+def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("ml_truth")
-    ds = load_memory_loop(loop_root)
+    build("memory_loop", base / "ds", seed=0, n_cases=2)
+    ds = load_memory_loop(base / "ds")
     cfg = ScorerConfig.from_preset("offline")
     out = {}
     for memory in MEMORIES:
@@ -92,7 +82,7 @@ def test_pairs_are_the_generators_own_revisits(runs):
 
 def test_revisit_fidelity_follows_the_remembered_fraction(runs):
     fid, remembered = [], []
-    for memory in ("decay:64", "decay:16", "decay:4"):
+    for memory in (f"decay:{t}" for t in TAUS):
         _, _, resps, truth = runs[memory]
         for cid, resp in resps.items():
             for p in resp["pairs"]:
@@ -107,8 +97,9 @@ def test_revisit_fidelity_follows_the_remembered_fraction(runs):
 def test_mean_fidelity_ranks_the_memories(runs):
     means = {m: runs[m][0]["overall"]["sample_fidelity"]["mean"] for m in MEMORIES}
     print("mean sample fidelity:", {m: round(v, 4) for m, v in means.items()})
-    assert means["perfect"] > means["decay:64"] > means["decay:16"] > means["decay:4"]
-    assert means["perfect"] > means["decay:4"] + 0.2
+    assert means["perfect"] > means["decay:45"] > means["decay:15"] > means["decay:5"]
+    assert means["decay:5"] > means["none"]
+    assert means["perfect"] > means["decay:5"] + 0.2
 
 
 def test_half_life_diagnostics_are_complete(runs):
@@ -120,21 +111,19 @@ def test_half_life_diagnostics_are_complete(runs):
             assert (r["half_life_value"] is None) == (fit["status"] != "official")
             if fit["status"] == "official":
                 assert 0.0 <= r["half_life_value"] <= 1.0 and fit["details"]["r2"] >= 0.3
-    # A perfect memory never decays: no case gets an official half-life.
-    assert runs["perfect"][0]["overall"]["half_life"]["n_official"] == 0
+    # Neither a perfect memory nor no memory decays along the gaps: no official fit.
+    for memory in ("perfect", "none"):
+        assert runs[memory][0]["overall"]["half_life"]["n_official"] == 0, memory
 
 
-@pytest.mark.xfail(strict=True, reason="sim forgetting floor drifts with the place and a 16 s "
-                   "loop's gaps span a factor ~2-3: see module docstring; the half-life does "
-                   "not recover TAU on these rollouts")
 def test_half_life_ranks_decay_and_lands_near_the_truth(runs):
     est = {tau: runs[f"decay:{tau}"][0]["overall"]["half_life"]["median_t_half_seconds"]
-           for tau in (4, 16, 64)}
+           for tau in TAUS}
     print("median official t_half (s):", est, "truth:", {t: round(t * np.log(2), 2) for t in est})
     assert all(v is not None for v in est.values()), "a run without any official fit"
-    assert est[4] < est[16] < est[64]
+    assert est[5] < est[15] < est[45]
     for tau, t_half in est.items():
-        assert 0.25 <= t_half / (tau * np.log(2)) <= 4.0, (tau, t_half)  # within 4x
+        assert 1 / 3 <= t_half / (tau * np.log(2)) <= 3.0, (tau, t_half)
 
 
 def test_cli_run_with_the_sim_generator(loop_root, tmp_path, capsys):

@@ -240,12 +240,14 @@ def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
                   + ("[green]yes[/green]" if cm["perfect_beats_none_on_every_task"] else "[red]NO[/red]"))
     ml = result["memory_loop"]
     table = RichTable(title="Memory loop on the sim world (offline embedder, non-official)", title_justify="left")
-    for col in ("memory", "mean revisit fidelity", "official half-life fits", "median t_half (s)"):
+    for col in ("memory", "mean revisit fidelity", "official half-life fits", "median t_half (s)",
+                "sim's true t_half (s)"):
         table.add_column(col)
     for memory, r in ml["by_memory"].items():
-        t_half = r["median_t_half_seconds"]
+        t_half, truth = r["median_t_half_seconds"], r["true_t_half_seconds"]
         table.add_row(memory, _f3(r["fidelity"]["mean"]), f"{r['half_life_official']}/{ml['cases']}",
-                      "n/a" if t_half is None else f"{t_half:.1f}")
+                      "n/a" if t_half is None else f"{t_half:.1f}",
+                      "never fades" if truth is None else f"{truth:.1f}")
     console.print(table)
     pending = ", ".join(result["benchmarks_not_implemented"])
     if pending:

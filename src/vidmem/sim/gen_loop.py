@@ -13,22 +13,33 @@ away from it in between (the benchmark's rule, :mod:`vidmem.metrics.revisit`). W
 
 * The world is cut into square *tiles* of :data:`TILE_PX` panorama pixels. Every frame
   has a label per tile: ``0`` (the true world) or ``k >= 1`` (hallucinated world
-  ``k``: the start world, entities baked in, turned upside down and hue-rotated with
-  saturation lifted -- :func:`vidmem.sim.memory.hallucinated_panorama`, ``retextured``).
+  ``k``).
 * A frame that revisits nothing shows the true world.
-* A revisit frame keeps the label of frame ``m(j)`` on a random fraction ``f`` of the
-  tiles and shows a hallucinated world new to this *run* of consecutive revisit frames
-  on the rest (one uniform random field per run, so tiles flip progressively, never
-  flicker). Far from the revisited pose the effect fades: with pose distance ``d``, a
-  fraction ``1 - rho`` of the tiles shows the truth, ``rho = 1`` for ``d <= 0.15`` (the
+* A hallucinated world is a place-free noise texture in one of the
+  :data:`FOG_HUES` hues the world uses least
+  (:func:`vidmem.sim.memory.fog_panorama`), so a forgotten spot looks about equally
+  unlike the truth anywhere on the loop.
+* A revisit frame keeps the label of frame ``m(j)`` on a fraction ``f`` of the tiles
+  (a clustered-dot dither per *run* of consecutive revisit frames,
+  :func:`dither_field`, so the kept share of any view follows ``f`` and tiles drop out
+  progressively, never flicker) and shows a hallucinated world new to the run on the
+  rest. When ``m(j)`` is itself a revisit frame (a copy of a copy, as in the second
+  turn of ``double_yaw_loop``), the new world takes the next hue, so nothing ``j``
+  invents resembles what ``m(j)`` invented, even to a colour histogram (up to
+  :data:`FOG_HUES` copies deep). Far from the revisited pose the effect
+  fades: with pose distance ``d``, a fraction ``1 - rho`` of the tiles shows the truth, ``rho = 1`` for ``d <= 0.15`` (the
   benchmark's pairing radius) down to ``0`` at ``d = 0.3``.
-* Pixels take their tile's world, with soft tile edges.
+* Pixels take their tile's world, with edges softened by a small blur that keeps each
+  world's share of the frame.
 
 Consequence, what scorers are validated against: for a pair ``(m(j), j)`` with pose
 distance <= 0.15, frame ``j`` is frame ``m(j)`` on about a fraction ``f`` of the view
-and unrelated content elsewhere, so SSIM between the two is close to ``f`` and any
-similarity (colour histograms, DINOv2 cosine) falls monotonically with ``dt`` at a rate
-set by ``tau``, whatever the place looks like. ``perfect`` (and ``leaky``) never
+and place-free noise elsewhere, so any similarity of the two (SSIM, colour histograms,
+DINOv2 cosine) rises monotonically with ``f`` from a floor that hardly depends on the
+place, and so falls with ``dt`` at a rate set by ``tau``. How exactly it rises with
+``f`` depends on the measure (SSIM drops faster than the share where tile edges cross
+its windows; a Hellinger-histogram cosine goes about like ``sqrt(f)``), so a fitted
+decay time matches ``tau`` only within a factor. ``perfect`` (and ``leaky``) never
 forget; ``none`` replaces every revisited tile.
 """
 
@@ -42,11 +53,11 @@ import numpy as np
 
 from vidmem.sim.assets import PANO_HEIGHT
 from vidmem.sim.loops import loop_poses, revisit_schedule
-from vidmem.sim.memory import MemoryKnob, hallucinated_panorama
+from vidmem.sim.memory import MemoryKnob, fog_panorama, least_used_hues
 from vidmem.sim.render import Backdrop, ViewWindow, bake_panorama, render_view, view_window
 from vidmem.sim.world import Pose, WorldSpec
 
-__all__ = ["PAIR_RADIUS", "SOFT_RADIUS", "TILE_PX", "plan_rollout", "rollout_frames"]
+__all__ = ["FOG_HUES", "PAIR_RADIUS", "SOFT_RADIUS", "TILE_PX", "plan_rollout", "rollout_frames"]
 
 #: pose distance up to which a revisit is fully affected (the protocol's radius).
 PAIR_RADIUS = 0.15
@@ -54,10 +65,55 @@ PAIR_RADIUS = 0.15
 SOFT_RADIUS = 0.3
 #: side of a forgetting tile in panorama pixels (16 output pixels at zoom 1).
 TILE_PX = 20
+#: hallucinated worlds of a run come in this many hues (one per copy depth).
+FOG_HUES = 3
 
 
 def _grid(pano_width: int) -> tuple[int, int]:
     return -(-PANO_HEIGHT // TILE_PX), -(-pano_width // TILE_PX)
+
+
+#: side, in tiles, of a dither cell.
+DITHER_CELL = 6
+
+
+def _clustered_dot(n: int) -> np.ndarray:
+    """Ranks ``0 .. n*n - 1`` of an ``n x n`` cell, growing a dot from its centre."""
+    y, x = np.mgrid[0:n, 0:n] + 0.5 - n / 2.0
+    order = np.lexsort((np.arctan2(y, x).ravel(), np.hypot(x, y).ravel()))
+    ranks = np.empty(n * n, np.int64)
+    ranks[order] = np.arange(n * n)
+    return ranks.reshape(n, n)
+
+
+_DOT = _clustered_dot(DITHER_CELL)
+
+
+def dither_field(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """Per-tile thresholds of one run of revisit frames: a clustered-dot dither.
+
+    A tile is kept while its threshold is below the remembered fraction ``f``. Each
+    cell of ``DITHER_CELL x DITHER_CELL`` tiles keeps a round blob of about
+    ``f * DITHER_CELL**2`` tiles around its centre, so every stretch of a view keeps
+    about the share ``f``, tiles drop out one by one as ``f`` falls (never flickering
+    back), and the kept and forgotten parts stay compact (a scattered pattern would
+    put a tile edge in every image window and make the similarity of a frame fall far
+    faster than the share of the view it got wrong). A random offset per cell spreads
+    the cells' steps over ``f``, and a random roll per run gives each run its own
+    placement.
+
+    Example:
+        >>> field = dither_field((18, 36), np.random.default_rng(0))
+        >>> round(float((field < 0.25).mean()), 2)
+        0.25
+    """
+    n = DITHER_CELL
+    rows, cols = -(-shape[0] // n) + 1, -(-shape[1] // n) + 1
+    jitter = rng.random((rows, cols))
+    cells = (_DOT[None, :, None, :] + jitter[:, None, :, None]) / (n * n)
+    tiled = cells.reshape(rows * n, cols * n)
+    r0, c0 = (int(v) for v in rng.integers(0, n, size=2))
+    return tiled[r0:r0 + shape[0], c0:c0 + shape[1]]
 
 
 def plan_rollout(start: Pose, loop_id: str | None, knob: MemoryKnob, rng: np.random.Generator,
@@ -89,6 +145,7 @@ def plan_rollout(start: Pose, loop_id: str | None, knob: MemoryKnob, rng: np.ran
     info: list[dict[str, Any]] = []
     fields: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     run, in_run = 0, False
+    depth = np.zeros(n_frames, np.int64)  # revisit of a revisit of ... of a true frame
     for j in range(n_frames):
         m = int(match[j])
         if m < 0:
@@ -100,13 +157,17 @@ def plan_rollout(start: Pose, loop_id: str | None, knob: MemoryKnob, rng: np.ran
         if not in_run:
             run += 1
             in_run = True
-            fields[run] = (rng.random(shape), rng.random(shape))
+            fields[run] = (dither_field(shape, rng), rng.random(shape))
         dt = (j - m) / fps
         f = knob.fidelity(dt)
         d = float(dist[j])
         rho = 1.0 if d <= PAIR_RADIUS else max(0.0, (SOFT_RADIUS - d) / (SOFT_RADIUS - PAIR_RADIUS))
         keep, back = fields[run]
-        lab = np.where(keep < f, labels[m], np.int16(run))
+        # A copy of a copy (frame m itself a revisit) forgets into a world of the
+        # next hue, so nothing j invents resembles what m invented.
+        depth[j] = depth[m] + 1
+        own = np.int16(FOG_HUES * (run - 1) + (depth[j] - 1) % FOG_HUES + 1)
+        lab = np.where(keep < f, labels[m], own)
         lab = np.where(back < 1.0 - rho, np.int16(0), lab).astype(np.int16)
         labels.append(lab)
         info.append({"frame": j, "t": j / fps, "match": m, "gap_seconds": dt,
@@ -114,19 +175,29 @@ def plan_rollout(start: Pose, loop_id: str | None, knob: MemoryKnob, rng: np.ran
     return poses, labels, info
 
 
-def _tile_mask(one_hot: np.ndarray, win: ViewWindow) -> np.ndarray:
-    """Sample a tile-resolution mask at every output pixel (bilinear, wrapping in u)."""
-    gw = one_hot.shape[1]
-    tiled = np.concatenate([one_hot, one_hot, one_hot], axis=1)
+def _view_labels(labels: np.ndarray, win: ViewWindow) -> np.ndarray:
+    """The tile label under every output pixel (nearest tile, wrapping in u)."""
+    gw = labels.shape[1]
+    tiled = np.concatenate([labels, labels, labels], axis=1).astype(np.float32)
     k = win.scale / TILE_PX
     ox = (win.cu + (0.5 - win.width / 2.0) * win.scale) / TILE_PX - 0.5 + gw
     oy = (win.cv + (0.5 - win.height / 2.0) * win.scale) / TILE_PX - 0.5
     m = np.array([[k, 0.0, ox], [0.0, k, oy]], np.float64)
     out = cv2.warpAffine(tiled, m, (win.width, win.height),
-                         flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                         flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP,
                          borderMode=cv2.BORDER_REPLICATE)
-    # Narrow the bilinear ramps so tiles have soft but short edges.
-    return np.clip((out - 0.5) * 2.5 + 0.5, 0.0, 1.0)
+    return np.rint(out).astype(np.int32)
+
+
+def _soft_masks(view_labels: np.ndarray, present: list[int]) -> dict[int, np.ndarray]:
+    """Per label, its share of each pixel: the hard tile map with slightly soft edges.
+
+    The same blur on every label keeps the shares summing to 1 and keeps each label's
+    area (a bilinear ramp sharpened around 0.5 would shrink isolated tiles).
+    """
+    return {k: cv2.GaussianBlur((view_labels == k).astype(np.float32), (5, 5), 1.0,
+                                borderType=cv2.BORDER_REPLICATE)
+            for k in present}
 
 
 def rollout_frames(spec: WorldSpec, poses: list[Pose], labels: list[np.ndarray],
@@ -146,11 +217,12 @@ def rollout_frames(spec: WorldSpec, poses: list[Pose], labels: list[np.ndarray],
     components = sorted({int(k) for lab in labels for k in np.unique(lab) if k > 0})
     worlds: dict[int, Backdrop] = {}
     if components:
-        baked = bake_panorama(true_bd, spec.entities, spec.t0)
+        hues = least_used_hues(bake_panorama(true_bd, spec.entities, spec.t0), FOG_HUES)
         seeds = rng.integers(0, 2**62, size=max(components) + 1)
         for k in components:
             sub = np.random.default_rng(int(seeds[k]))
-            worlds[k] = Backdrop(hallucinated_panorama(baked, sub, mode="retextured"))
+            hue = hues[(k - 1) % FOG_HUES]
+            worlds[k] = Backdrop(fog_panorama((PANO_HEIGHT, true_bd.width), hue, sub))
     for j, (pose, lab) in enumerate(zip(poses, labels, strict=True)):
         t = spec.t0 + j / fps
         frame, _ = render_view(true_bd, pose, t, spec.entities, width, height)
@@ -162,7 +234,7 @@ def rollout_frames(spec: WorldSpec, poses: list[Pose], labels: list[np.ndarray],
             yield frame
             continue
         win = view_window(pose, width, height, true_bd.width)
-        masks = {k: _tile_mask((lab == k).astype(np.float32), win) for k in present}
+        masks = _soft_masks(_view_labels(lab, win), present)
         total = np.maximum(sum(masks.values()), 1e-6)
         acc = frame.astype(np.float32) * (masks[0] / total)[..., None] if 0 in masks else 0.0
         for k in present:

@@ -21,11 +21,13 @@ Fidelity ``f`` is used as a blend weight: the rendered appearance is
 * for an entity: an *impostor*, a different asset of the same kind (character or
   prop) that is not the entity's look-alike, chosen with the request's random stream;
   when none is left, the entity itself strongly recoloured;
-* for a view: the same camera pose on a *hallucinated panorama*
-  (:func:`hallucinated_panorama`): for CMBench another part of the world, mirrored and
-  hue-rotated (a plausible place, but not the one that was seen); for memory loops the
-  same place turned upside down and hue-rotated, so that every forgotten spot differs
-  from the truth by a similar amount.
+* for a view in CMBench: the same camera pose on a *hallucinated panorama*
+  (:func:`hallucinated_panorama`), another part of the world, mirrored and hue-rotated
+  (a plausible place, but not the one that was seen);
+* for a view in a memory loop: a place-free noise texture (:func:`fog_panorama`), so
+  that a forgotten spot differs from the truth by about the same amount wherever the
+  loop is (a plausible-looking substitute differs more from some places than from
+  others, and that drift along a loop would be read as decay).
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ from vidmem.sim.assets import ENTITIES
 
 __all__ = [
     "MemoryKnob",
+    "fog_panorama",
     "hallucinated_panorama",
+    "least_used_hues",
     "impostor_for",
     "parse_memory",
     "request_rng",
@@ -170,40 +174,86 @@ def impostor_for(asset_id: str, state: str, exclude: Sequence[str],
 
 
 def hallucinated_panorama(image: np.ndarray, rng: np.random.Generator, *,
-                          mode: str = "elsewhere", mirror: bool = True) -> np.ndarray:
-    """A wrong version of a panorama (what a forgetful model invents).
+                          mirror: bool = True) -> np.ndarray:
+    """A plausible other place: what a forgetful model invents instead of a seen view.
 
-    Two kinds:
-
-    * ``"elsewhere"`` (a plausible other place): the panorama rolled by 30-70% of its
-      width, mirrored left-right (when ``mirror``) and hue-rotated by 90-270 degrees;
-    * ``"retextured"`` (the same place, made unrecognisable): turned upside down and
-      hue-rotated by 150-210 degrees, so that structure and colours both differ from
-      the truth at every spot, by about the same amount.
-
-    Both lift the saturation (``S' = 0.35 + 0.65 S``), so grey places become coloured.
+    The panorama rolled by 30-70% of its width, mirrored left-right (when ``mirror``),
+    hue-rotated by 90-270 degrees, with the saturation lifted (``S' = 0.35 + 0.65 S``)
+    so grey places become coloured.
 
     Args:
         image: ``(H, W, 3)`` uint8 RGB panorama.
         rng: random stream (roll and hue are drawn from it).
-        mode: ``"elsewhere"`` or ``"retextured"``.
-        mirror: mirror left-right (``"elsewhere"`` only).
+        mirror: mirror left-right.
 
     Returns:
         ``(H, W, 3)`` uint8 RGB.
     """
-    if mode == "retextured":
-        out = image[::-1]
-        hue = float(rng.uniform(150.0, 210.0))
-    else:
-        w = image.shape[1]
-        out = np.roll(image, int(round(rng.uniform(0.3, 0.7) * w)), axis=1)
-        if mirror:
-            out = out[:, ::-1]
-        hue = float(rng.uniform(90.0, 270.0))
+    w = image.shape[1]
+    out = np.roll(image, int(round(rng.uniform(0.3, 0.7) * w)), axis=1)
+    if mirror:
+        out = out[:, ::-1]
+    hue = float(rng.uniform(90.0, 270.0))
     hsv = cv2.cvtColor(np.ascontiguousarray(out), cv2.COLOR_RGB2HSV_FULL)
     hsv[..., 0] = ((hsv[..., 0].astype(np.int32) + round(hue / 360.0 * 256)) % 256).astype(np.uint8)
     hsv[..., 1] = (89.0 + 0.65 * hsv[..., 1].astype(np.float32)).astype(np.uint8)
+    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB_FULL)
+
+
+#: hue sectors used to find the colour a place uses least (45 degrees each, centred
+#: on red, as colour histograms usually bin hue).
+_FOG_HUE_SECTORS = 8
+
+
+def least_used_hues(image: np.ndarray, count: int = 1) -> list[float]:
+    """Centres (degrees) of the ``count`` hue sectors a panorama uses least.
+
+    Grey pixels have no hue to speak of, so each pixel counts by its saturation; the
+    least used sector comes first.
+
+    Example:
+        >>> red = np.zeros((4, 4, 3), np.uint8); red[..., 0] = 255
+        >>> hues = least_used_hues(red, 2)
+        >>> len(hues), 0.0 in hues
+        (2, False)
+    """
+    hsv = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2HSV_FULL)
+    width = 256.0 / _FOG_HUE_SECTORS
+    sector = (np.floor((hsv[..., 0].astype(np.float64) + width / 2) / width).astype(np.int64)
+              % _FOG_HUE_SECTORS)
+    weight = np.bincount(sector.ravel(), weights=hsv[..., 1].astype(np.float64).ravel(),
+                         minlength=_FOG_HUE_SECTORS)
+    order = np.argsort(weight, kind="stable")[:count]
+    return [float(i) * 360.0 / _FOG_HUE_SECTORS for i in order]
+
+
+def fog_panorama(shape: tuple[int, int], hue_deg: float, rng: np.random.Generator, *,
+                 grain_px: int = 6) -> np.ndarray:
+    """A place-free "forgotten" texture: saturated noise of one hue.
+
+    Used for a forgotten view in memory loops. It resembles no place (its structure
+    is independent noise, so SSIM against any view is about 0, and its one hue is
+    chosen by the caller as one the world hardly uses), so what a similarity measure
+    gives for a forgotten spot is about the same everywhere along a loop. Two fogs
+    drawn from different streams share the hue but not the grain.
+
+    Args:
+        shape: ``(height, width)`` in pixels.
+        hue_deg: hue in degrees (jittered by up to +-8 degrees per draw).
+        rng: random stream.
+        grain_px: side of a noise cell, pixels.
+
+    Returns:
+        ``(height, width, 3)`` uint8 RGB.
+    """
+    h, w = shape
+    cells = rng.random((-(-h // grain_px), -(-w // grain_px)))
+    value = np.repeat(np.repeat(cells, grain_px, axis=0), grain_px, axis=1)[:h, :w]
+    hue = (hue_deg + float(rng.uniform(-8.0, 8.0))) % 360.0
+    hsv = np.empty((h, w, 3), np.uint8)
+    hsv[..., 0] = round(hue / 360.0 * 256) % 256
+    hsv[..., 1] = 230
+    hsv[..., 2] = (70.0 + 185.0 * value).astype(np.uint8)
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB_FULL)
 
 
