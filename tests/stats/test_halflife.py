@@ -96,6 +96,17 @@ def test_support_details_and_t_ref():
     assert d["fidelity_range"] == pytest.approx(float(np.ptp(_curve(gaps, 0.7, 20.0, 0.2))))
 
 
+def test_t_half_beyond_gaps_flags_extrapolated_fits():
+    inside = np.linspace(1.0, 30.0, 12)  # tau 10 s: t_half 6.9 s, inside the gaps
+    assert fit_half_life(inside, _curve(inside, 0.6, 10.0, 0.3)).details["t_half_beyond_gaps"] is False
+    # Gaps 17-40 s, tau 200 s: t_half 139 s, the amplitude never halves in the data.
+    narrow = np.linspace(17.0, 40.0, 8)
+    fit = fit_half_life(narrow, _curve(narrow, 0.9, 200.0, 0.05))
+    assert fit.status == "official" and fit.details["t_half_beyond_gaps"] is True
+    # No fit, no flag.
+    assert fit_half_life([1, 2, 3], [0.9, 0.8, 0.7]).details["t_half_beyond_gaps"] is None
+
+
 def test_amplitude_at_zero_overflow_reports_centred_amplitude():
     # Gaps far from 0 relative to tau: a * e^(1e6 / 10) overflows float64.
     gaps = 1e6 + np.linspace(1.0, 30.0, 12)

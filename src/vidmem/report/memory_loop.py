@@ -128,6 +128,8 @@ def build_memory_loop_report(run: Any) -> Report:
         "half-life official fits": f"{o['half_life']['n_official']} of {o['n_scored']}",
         "half-life value (mean over official)": o["half_life"]["value"]["mean"],
         "median t_half (s, official)": o["half_life"]["median_t_half_seconds"],
+        "official fits with t_half beyond the longest gap (extrapolated)":
+            o["half_life"].get("n_beyond_gaps"),
         "diagnostic cases": o["n_diagnostic"],
         "return gate passed": f"{o['return_gate']['passed']} of {o['return_gate']['n']}",
     }))
@@ -142,8 +144,10 @@ def build_memory_loop_report(run: Any) -> Report:
     cases = run.scores()
     cols = ["case_id", "loop_id", "status", "diagnostic", "pose_source", "n_pairs",
             "sample_fidelity", "half_life_status", "half_life_value", "t_half_seconds", "r2",
-            "half_life_check", "return_gate_passed"]
-    rep.section("Cases", "diagnostic = no pose track; pairs from the planned loop.").add(
+            "t_half_beyond_gaps", "half_life_check", "return_gate_passed"]
+    rep.section("Cases", "diagnostic = no pose track; pairs from the planned loop. "
+                "t_half_beyond_gaps = the fitted amplitude never halved within the observed "
+                "gaps, so t_half is an extrapolation of the curve's shape.").add(
         Table(cols, [[_cell(r.get(c)) for c in cols] for r in cases]))
 
     responses = _responses(run)

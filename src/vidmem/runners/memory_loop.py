@@ -60,6 +60,7 @@ def _score_item(item: WorkItem) -> dict[str, Any]:
         "half_life_check": d.get("failed_check"), "half_life_reason": fit["reason"],
         "t_half_seconds": d.get("t_half"), "tau_seconds": d.get("tau"), "r2": d.get("r2"),
         "gap_min_seconds": d.get("gap_min"), "gap_max_seconds": d.get("gap_max"),
+        "t_half_beyond_gaps": d.get("t_half_beyond_gaps"),
         "return_gate_passed": None if gate is None else gate["passed"],
         "frames_decoded": resp["frames_decoded"],
     }

@@ -43,6 +43,11 @@ How the fit is done (all choices are written here so a result can be reproduced)
   group means for *every* ``tau`` and the fit would report an arbitrary decay time.
 * **No decay.** Decay needs ``a > 0``. When fidelity rises with the gap the fit has
   ``a <= 0``; that is "no measurable decay" and the result is ``not_applicable``.
+* **Extrapolation flag.** ``t_half_beyond_gaps`` says whether ``t_half`` exceeds the
+  longest observed gap, i.e. whether the fitted amplitude never fell by half within the
+  data. Such a ``t_half`` rests on the curve's shape over a shorter span (over a narrow
+  span a nearly straight line passes every check with a very long ``tau``). It is a
+  diagnostic only; it never changes the status.
 """
 
 from __future__ import annotations
@@ -118,7 +123,8 @@ class HalfLifeFit:
             ``fidelity_range``, plus ``a_reference_gap`` (s; the gap at which ``a`` is
             the amplitude, 0.0 unless that overflows), ``a_centred``, ``gap_centre``
             (s, the mean gap), ``sse`` (sum of squared residuals, fidelity units),
-            ``a_note`` and ``failed_check``. Fit numbers stay in ``details`` for a
+            ``a_note``, ``t_half_beyond_gaps`` (``t_half > gap_max``; ``None``
+            without a fitted ``tau``) and ``failed_check``. Fit numbers stay in ``details`` for a
             not-applicable result when they were computed, as diagnostics.
     """
 
@@ -308,6 +314,8 @@ def _fit_stage(
         r2 = 1.0 - sse_n / sst_n if sst_n > 0 else math.nan
         sse = sse_n * y_range * y_range
     details.update(tau=tau, t_half=tau * math.log(2.0), a_centred=a_centred, b=b, r2=r2, sse=sse)
+    if math.isfinite(tau):
+        details["t_half_beyond_gaps"] = bool(tau * math.log(2.0) > float(distinct[-1]))
     # Amplitude at dt = 0, checked in the log domain so it is never computed as inf.
     if a_centred == 0 or not math.isfinite(tau) or tau <= 0:
         details.update(a=a_centred, a_reference_gap=centre)
@@ -387,6 +395,8 @@ def fit_half_life(
         >>> fit = fit_half_life(gaps, 0.6 * np.exp(-gaps / 10.0) + 0.3)
         >>> fit.status, round(fit.details["tau"], 6), round(fit.value, 6)
         ('official', 10.0, 0.115525)
+        >>> fit.details["t_half_beyond_gaps"]  # 6.9 s is inside the gaps (1-30 s)
+        False
         >>> fit_half_life([1, 2, 3, 4], [0.9, 0.8, 0.7, 0.6]).reason
         'min_pairs: 4 pairs, need at least 5'
     """
@@ -414,6 +424,7 @@ def fit_half_life(
         "gap_centre": None,
         "sse": None,
         "a_note": None,
+        "t_half_beyond_gaps": None,
         "failed_check": None,
     }
 

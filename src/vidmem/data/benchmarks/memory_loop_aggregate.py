@@ -6,7 +6,9 @@ For every group (all cases, and each loop):
   with a percentile bootstrap interval over cases (:func:`vidmem.stats.bootstrap.bootstrap_mean_ci`);
 * **Memory Half-Life**: the number of ``official`` fits, the mean of their raw values
   (``clamp(t_half / t_ref, 0, 1)``, with a bootstrap interval) and the median
-  ``t_half`` in seconds; the ``not_applicable`` cases counted by the check that failed
+  ``t_half`` in seconds, and how many official fits put ``t_half`` beyond the longest
+  gap (``n_beyond_gaps``: extrapolated, see :mod:`vidmem.stats.halflife`); the
+  ``not_applicable`` cases counted by the check that failed
   (``min_pairs``, ``distinct_gaps``, ``fidelity_range``, ``r2``, ``decay``...), with
   one full reason per check as an example;
 * counts: cases, scored, missing, errors, diagnostic (pairs from the plan), without
@@ -46,8 +48,8 @@ def group_summary(rows: Sequence[Mapping[str, Any]],
     Args:
         rows: per-case rows as written to ``scores.jsonl`` (``status``, ``sample_fidelity``,
             ``half_life_status``, ``half_life_check``, ``half_life_reason``,
-            ``half_life_value``, ``t_half_seconds``, ``diagnostic``, ``n_pairs``,
-            ``return_gate_passed``).
+            ``half_life_value``, ``t_half_seconds``, ``t_half_beyond_gaps``,
+            ``diagnostic``, ``n_pairs``, ``return_gate_passed``).
         boot: bootstrap settings.
 
     Returns:
@@ -56,13 +58,16 @@ def group_summary(rows: Sequence[Mapping[str, Any]],
     Example:
         >>> rows = [{"status": "scored", "sample_fidelity": f, "half_life_status": s,
         ...          "half_life_check": c, "half_life_reason": c and c + ": why",
-        ...          "half_life_value": v, "t_half_seconds": t, "diagnostic": False,
-        ...          "n_pairs": 24, "return_gate_passed": True}
-        ...         for f, s, c, v, t in [(0.9, "official", None, 0.5, 30.0),
-        ...                               (0.7, "not_applicable", "decay", None, None)]]
+        ...          "half_life_value": v, "t_half_seconds": t, "t_half_beyond_gaps": x,
+        ...          "diagnostic": False, "n_pairs": 24, "return_gate_passed": True}
+        ...         for f, s, c, v, t, x in [(0.9, "official", None, 0.5, 30.0, False),
+        ...                                  (0.8, "official", None, 1.0, 90.0, True),
+        ...                                  (0.7, "not_applicable", "decay", None, None, None)]]
         >>> g = group_summary(rows)
         >>> round(g["sample_fidelity"]["mean"], 3), g["half_life"]["n_official"]
-        (0.8, 1)
+        (0.8, 2)
+        >>> g["half_life"]["median_t_half_seconds"], g["half_life"]["n_beyond_gaps"]
+        (60.0, 1)
         >>> g["half_life"]["not_applicable"]
         {'decay': 1}
     """
@@ -88,6 +93,7 @@ def group_summary(rows: Sequence[Mapping[str, Any]],
             "n_official": len(official),
             "value": _ci([float(r["half_life_value"]) for r in official], boot),
             "median_t_half_seconds": float(np.median(t_half)) if t_half else None,
+            "n_beyond_gaps": sum(r.get("t_half_beyond_gaps") is True for r in official),
             "not_applicable": dict(sorted(reasons.items())),
             "not_applicable_examples": dict(sorted(examples.items())),
         },
