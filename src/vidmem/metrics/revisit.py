@@ -56,13 +56,26 @@ The pairing is vectorised over blocks of rows of the distance matrix (float64, a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from vidmem.errors import UserInputError
+from vidmem.metrics.pose_distance import (
+    DEFAULT_ROTATION_WEIGHT,
+    _check_poses,
+    _check_positive,
+    _Track,
+    pose_distance_matrix,
+)
+from vidmem.metrics.revisit_pairing import (
+    _CMP_EPS,
+    DEFAULT_MAX_PAIRS,
+    RevisitPair,
+    _pairs_checked,
+    spread_by_gap,
+)
 
 __all__ = [
     "DEFAULT_EXCURSION_FACTOR",
@@ -79,39 +92,11 @@ __all__ = [
     "spread_by_gap",
 ]
 
+# DEFAULT_MAX_PAIRS and DEFAULT_ROTATION_WEIGHT are defined beside the code that
+# needs them (revisit_pairing, pose_distance), so those modules never import this one.
 DEFAULT_MATCH_THRESHOLD = 0.15
 DEFAULT_EXCURSION_FACTOR = 3.0
 DEFAULT_MIN_GAP_SECONDS = 1.0
-DEFAULT_MAX_PAIRS = 24
-DEFAULT_ROTATION_WEIGHT = 1.0
-
-#: Below this largest departure (world units) the translation term is 0.
-TRANSLATION_EPS = 1e-9
-#: Round-off allowed in the threshold and gap comparisons.
-_CMP_EPS = 1e-9
-#: Largest allowed |R^T R - I| entry and |det R - 1| for a rotation block.
-_ORTHO_TOL = 1e-3
-#: Distance-matrix entries computed per block.
-_BLOCK_ENTRIES = 2**18
-
-
-@dataclass(frozen=True, slots=True)
-class RevisitPair:
-    """One revisit: frame ``j`` looks at the place frame ``i`` saw.
-
-    Attributes:
-        i: Native frame index of the earlier frame.
-        j: Native frame index of the later frame (``j > i``).
-        gap_seconds: ``(j - i) / fps``, seconds.
-        distance: Pose distance ``d(i, j)`` (unitless, ``<= threshold``).
-        excursion: Largest ``d(i, k)`` over frames ``k`` strictly between (unitless).
-    """
-
-    i: int
-    j: int
-    gap_seconds: float
-    distance: float
-    excursion: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,247 +119,6 @@ class ReturnGate:
     def passed(self) -> bool:
         """``departed and returned``."""
         return self.departed and self.returned
-
-
-# --------------------------------------------------------------------- validation
-
-
-def _check_poses(poses: object, where: str) -> np.ndarray:
-    """Return ``poses`` as a float64 ``(N, 4, 4)`` array of rigid camera-to-world poses."""
-    try:
-        arr = np.asarray(poses, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise UserInputError(
-            f"{where}: poses must be numbers of shape (N, 4, 4), could not read them ({exc})",
-            hint="pass one camera-to-world 4x4 matrix per frame as a numpy array",
-        ) from exc
-    if arr.ndim != 3 or arr.shape[1:] != (4, 4):
-        raise UserInputError(
-            f"{where}: poses must have shape (N, 4, 4), found {arr.shape}",
-            hint="stack one camera-to-world 4x4 matrix per frame",
-        )
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.flatnonzero(~np.isfinite(arr).all(axis=(1, 2)))[0])
-        raise UserInputError(
-            f"{where}: pose of frame {bad} holds NaN or infinity",
-            hint="drop or repair frames whose camera pose could not be estimated",
-        )
-    if arr.shape[0]:
-        rot = arr[:, :3, :3]
-        ortho = np.abs(np.einsum("nki,nkj->nij", rot, rot) - np.eye(3)).max(axis=(1, 2))
-        det = np.linalg.det(rot)
-        bad_mask = (ortho > _ORTHO_TOL) | (np.abs(det - 1.0) > _ORTHO_TOL)
-        if bad_mask.any():
-            bad = int(np.flatnonzero(bad_mask)[0])
-            raise UserInputError(
-                f"{where}: the 3x3 block of pose {bad} is not a rotation "
-                f"(max |R^T R - I| = {ortho[bad]:.3g}, det = {det[bad]:.6g})",
-                hint="pass rigid camera-to-world poses; remove any scale from the rotation",
-            )
-    return arr
-
-
-def _check_positive(value: object, name: str, where: str, *, allow_zero: bool = False) -> float:
-    ok_type = not isinstance(value, bool) and isinstance(value, (int, float, np.number))
-    v = float(value) if ok_type else math.nan  # type: ignore[arg-type]
-    if not (math.isfinite(v) and (v >= 0 if allow_zero else v > 0)):
-        need = "a finite number >= 0" if allow_zero else "a finite number > 0"
-        raise UserInputError(
-            f"{where}: {name} must be {need}, found {value!r}",
-            hint=f"pass {name} as a plain number",
-        )
-    return v
-
-
-def _check_max_pairs(max_pairs: object, where: str) -> int:
-    if isinstance(max_pairs, bool) or not isinstance(max_pairs, (int, np.integer)) or max_pairs < 2:
-        raise UserInputError(
-            f"{where}: max_pairs must be an int >= 2 (the shortest and the longest gap are "
-            f"always kept), found {max_pairs!r}",
-            hint=f"use the default {DEFAULT_MAX_PAIRS}",
-        )
-    return int(max_pairs)
-
-
-# --------------------------------------------------------------------- distances
-
-
-class _Track:
-    """Pose features for fast distance rows: scaled positions and flat rotations."""
-
-    def __init__(self, poses: np.ndarray, rotation_weight: float) -> None:
-        t = poses[:, :3, 3]
-        scale = float(np.linalg.norm(t - t[0], axis=1).max()) if len(t) else 0.0
-        self.pos = (t - t[0]) / scale if scale > TRANSLATION_EPS else np.zeros_like(t)
-        self.rot = poses[:, :3, :3].reshape(-1, 9)
-        self.w = rotation_weight
-
-    def rows(self, start: int, stop: int) -> np.ndarray:
-        """Distances ``d(i, k)`` for ``i`` in ``[start, stop)`` and every ``k``, float64.
-
-        The angle comes from ``|R_i - R_k|_F = 2 sqrt(2) sin(theta / 2)``, computed from
-        the element differences, which is exact for equal rotations and accurate to
-        float64 round-off for small angles (``arccos`` of the trace is off by about
-        ``1e-8`` there, enough to decide ties by noise).
-        """
-        diff = self.pos[start:stop, None, :] - self.pos[None, :, :]
-        trans = np.sqrt(np.einsum("bnk,bnk->bn", diff, diff))
-        if self.w == 0:
-            return trans
-        rdiff = self.rot[start:stop, None, :] - self.rot[None, :, :]
-        fro = np.sqrt(np.einsum("bnk,bnk->bn", rdiff, rdiff))
-        angle = np.degrees(2.0 * np.arcsin(np.clip(fro / (2.0 * math.sqrt(2.0)), 0.0, 1.0)))
-        return trans + self.w * angle / 180.0
-
-
-def pose_distance_matrix(
-    poses: np.ndarray, *, rotation_weight: float = DEFAULT_ROTATION_WEIGHT
-) -> np.ndarray:
-    """All pairwise pose distances of a camera track.
-
-    ``d(i, j) = |t_i - t_j| / L + rotation_weight * angle_deg(R_i, R_j) / 180`` with
-    ``L`` the largest departure from frame 0 (translation term 0 when ``L <= 1e-9``).
-
-    Args:
-        poses: Camera-to-world matrices, shape ``(N, 4, 4)``, rigid (rotation block
-            orthonormal to ``1e-3``), translation in world units.
-        rotation_weight: Weight of the rotation term (``>= 0``).
-
-    Returns:
-        Symmetric ``(N, N)`` float32 matrix, unitless, zero on the diagonal.
-
-    Raises:
-        UserInputError: if ``poses`` is not a finite ``(N, 4, 4)`` array of rigid poses
-            or ``rotation_weight`` is negative or not finite.
-
-    Example:
-        >>> import numpy as np
-        >>> poses = np.stack([np.eye(4)] * 2)
-        >>> poses[1, :3, 3] = [2.0, 0.0, 0.0]  # move 2 units: the whole departure
-        >>> np.round(pose_distance_matrix(poses), 6).tolist()
-        [[0.0, 1.0], [1.0, 0.0]]
-    """
-    where = "pose_distance_matrix"
-    arr = _check_poses(poses, where)
-    w = _check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
-    n = arr.shape[0]
-    track = _Track(arr, w)
-    out = np.empty((n, n), dtype=np.float32)
-    step = max(1, _BLOCK_ENTRIES // max(n, 1))
-    for r0 in range(0, n, step):
-        out[r0 : r0 + step] = track.rows(r0, min(n, r0 + step))
-    return out
-
-
-# --------------------------------------------------------------------- pairing
-
-
-def _find_pairs(
-    frames: np.ndarray,
-    poses: np.ndarray,
-    fps: float,
-    rotation_weight: float,
-    threshold: float,
-    excursion_factor: float,
-    min_gap_seconds: float,
-) -> list[RevisitPair]:
-    """Nearest candidate ``i`` for every ``j``, kept if its excursion holds (no cap).
-
-    ``frames`` are strictly increasing native indices."""
-    n = poses.shape[0]
-    if n < 2:
-        return []
-    track = _Track(poses, rotation_weight)
-    need_exc = excursion_factor * threshold - _CMP_EPS
-    max_d = threshold + _CMP_EPS
-    low = np.full(n, np.inf)
-    best_d = np.full(n, np.inf)
-    best_i = np.full(n, -1, dtype=np.int64)
-    best_e = np.zeros(n)
-    cols = np.arange(n)
-    step = max(1, _BLOCK_ENTRIES // n)
-    for r0 in range(0, n, step):
-        r1 = min(n, r0 + step)
-        rows = np.arange(r0, r1)
-        d = track.rows(r0, r1)  # (B, n)
-        later = cols[None, :] > rows[:, None]
-        # Excursion: max d(i, k) over i < k < j; the empty max is 0 (distances are >= 0).
-        run = np.maximum.accumulate(np.where(later, d, 0.0), axis=1)
-        exc = np.concatenate([np.zeros((r1 - r0, 1)), run[:, :-1]], axis=1)
-        gap_s = (frames[None, :] - frames[r0:r1, None]) / fps
-        # Candidates: gap and match only; the excursion is checked on the chosen pair.
-        ok = later & (gap_s >= min_gap_seconds - _CMP_EPS) & (d <= max_d)
-        dc = np.where(ok, d, np.inf)
-        # Smallest candidate distance so far per column; the rows of this block that
-        # tie with it are later than every earlier block's, so the latest of them (if
-        # any) becomes the pair. When this block lowers the minimum, the row that does
-        # so ties with it, so a stale earlier choice never survives.
-        low = np.minimum(low, dc.min(axis=0))
-        tie = ok & (dc <= low[None, :] + _CMP_EPS)
-        hit = tie.any(axis=0)
-        last = (r1 - r0 - 1) - np.argmax(tie[::-1], axis=0)
-        cj = cols[hit]
-        best_i[cj] = r0 + last[hit]
-        best_d[cj] = d[last[hit], cj]
-        best_e[cj] = exc[last[hit], cj]
-    # Keep a pair only if the camera left the view of its nearest match in between.
-    js = np.flatnonzero((best_i >= 0) & (best_e >= need_exc))
-    return [
-        RevisitPair(
-            i=int(frames[best_i[j]]),
-            j=int(frames[j]),
-            gap_seconds=float((frames[j] - frames[best_i[j]]) / fps),
-            distance=float(best_d[j]),
-            excursion=float(best_e[j]),
-        )
-        for j in js
-    ]
-
-
-def spread_by_gap(
-    pairs: Sequence[RevisitPair], max_pairs: int = DEFAULT_MAX_PAIRS
-) -> list[RevisitPair]:
-    """Keep at most ``max_pairs`` pairs spread evenly over gap lengths.
-
-    Rule: sort by ``(gap_seconds, j)``. If there are at most ``max_pairs``, keep all.
-    Otherwise always keep the shortest (``lo``) and the longest (``hi``) and fill the
-    other ``max_pairs - 2`` places from the target gaps
-    ``lo + (hi - lo) * k / (max_pairs - 1)``, ``k = 1 .. max_pairs - 2``: with the two
-    ends these are ``max_pairs`` evenly spaced gaps, the centres of ``max_pairs``
-    equal-width buckets. In order of increasing target, each takes the not-yet-kept
-    pair whose gap is closest to it (ties: the shorter gap, then the smaller ``j``).
-    Equal-width (not quantile) targets cover the whole gap range, which is what the
-    half-life fit needs, instead of crowding where pairs are dense; where the range
-    has holes, a target takes the nearest pair left, so exactly ``max_pairs`` are kept.
-
-    Args:
-        pairs: Revisit pairs, any order.
-        max_pairs: Most pairs to keep (``>= 2``).
-
-    Returns:
-        The kept pairs sorted by ``(gap_seconds, j)``.
-
-    Raises:
-        UserInputError: if ``max_pairs`` is not an int ``>= 2``.
-
-    Example:
-        >>> ps = [RevisitPair(0, 10 * g, float(g), 0.0, 0.5) for g in range(1, 11)]
-        >>> [p.gap_seconds for p in spread_by_gap(ps, 4)]
-        [1.0, 4.0, 7.0, 10.0]
-    """
-    cap = _check_max_pairs(max_pairs, "spread_by_gap")
-    ordered = sorted(pairs, key=lambda p: (p.gap_seconds, p.j))
-    if len(ordered) <= cap:
-        return ordered
-    gaps = np.array([p.gap_seconds for p in ordered])
-    used = np.zeros(len(ordered), dtype=bool)
-    used[0] = used[-1] = True
-    lo, hi = gaps[0], gaps[-1]
-    for k in range(1, cap - 1):
-        target = lo + (hi - lo) * k / (cap - 1)
-        dist = np.where(used, np.inf, np.abs(gaps - target))
-        used[int(np.argmin(dist))] = True  # first minimum: shorter gap, then smaller j
-    return [p for p, keep in zip(ordered, used, strict=True) if keep]
 
 
 def revisit_pairs(
@@ -432,27 +176,6 @@ def revisit_pairs(
         min_gap_seconds,
         max_pairs,
     )
-
-
-def _pairs_checked(
-    where: str,
-    frames: np.ndarray,
-    poses: np.ndarray,
-    fps: object,
-    rotation_weight: object,
-    threshold: object,
-    excursion_factor: object,
-    min_gap_seconds: object,
-    max_pairs: object,
-) -> list[RevisitPair]:
-    fps_v = _check_positive(fps, "fps", where)
-    w = _check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
-    thr = _check_positive(threshold, "threshold", where)
-    exc = _check_positive(excursion_factor, "excursion_factor", where, allow_zero=True)
-    gap = _check_positive(min_gap_seconds, "min_gap_seconds", where, allow_zero=True)
-    cap = _check_max_pairs(max_pairs, where)
-    pairs = _find_pairs(frames, poses, fps_v, w, thr, exc, gap)
-    return spread_by_gap(pairs, cap)
 
 
 def planned_pairs(
