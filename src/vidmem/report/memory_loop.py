@@ -130,6 +130,8 @@ def build_memory_loop_report(run: Any) -> Report:
         "median t_half (s, official)": o["half_life"]["median_t_half_seconds"],
         "official fits with t_half beyond the longest gap (extrapolated)":
             o["half_life"].get("n_beyond_gaps"),
+        "median t_half (s) of official fits within their gaps (vidmem diagnostic)":
+            o["half_life"].get("median_t_half_within_gaps_seconds"),
         "diagnostic cases": o["n_diagnostic"],
         "return gate passed": f"{o['return_gate']['passed']} of {o['return_gate']['n']}",
     }))
