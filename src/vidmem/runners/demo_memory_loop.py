@@ -77,7 +77,8 @@ def report_section(rep: Any, result: dict[str, Any]) -> None:
     sec = rep.section(
         "Memory loop on the sim world",
         "Six camera loops from one sim start image, rolled out with perfect memory and with a "
-        f"fading memory (decay:15: true half-life 10.4 s), {DURATION_SECONDS:g} s at {FPS:g} fps "
+        f"fading memory ({MEMORIES[1]}: true half-life {_true_t_half(MEMORIES[1]):.1f} s), "
+        f"{DURATION_SECONDS:g} s at {FPS:g} fps "
         "each, scored with the offline embedder "
         "(a proxy, not DINOv2). Revisit fidelity = 0.7 x rescaled embedding cosine + 0.3 x SSIM "
         "per revisit pair; the half-life fit is exploratory and is reported as not_applicable "

@@ -60,7 +60,8 @@ def _score_item(item: WorkItem) -> dict[str, Any]:
         "half_life_check": d.get("failed_check"), "half_life_reason": fit["reason"],
         "t_half_seconds": d.get("t_half"), "tau_seconds": d.get("tau"), "r2": d.get("r2"),
         "gap_min_seconds": d.get("gap_min"), "gap_max_seconds": d.get("gap_max"),
-        "t_half_beyond_gaps": d.get("t_half_beyond_gaps"),
+        "t_half_beyond_gaps": (d.get("t_half_beyond_gaps") if fit["status"] == "official"
+                               else None),
         "return_gate_passed": None if gate is None else gate["passed"],
         "frames_decoded": resp["frames_decoded"],
     }
@@ -129,7 +130,8 @@ def _manifest(ds: md.MemoryLoopDataset, scorer: ScorerConfig, extra: dict[str, A
         },
         "aggregates": "per loop and overall: mean sample fidelity (bootstrap CI over cases), "
         "mean raw half-life value and median t_half over official fits, not_applicable counts "
-        "by failed check",
+        "by failed check; vidmem diagnostics outside the protocol: n_beyond_gaps (official "
+        "fits with t_half > the case's longest gap) and the median t_half of the others",
         "protocol_defaults": scorer.protocol_defaults,
         "bootstrap": BOOTSTRAP,
     }

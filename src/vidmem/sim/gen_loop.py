@@ -26,7 +26,10 @@ away from it in between (the benchmark's rule, :mod:`vidmem.metrics.revisit`). W
   rest. When ``m(j)`` is itself a revisit frame (a copy of a copy, as in the second
   turn of ``double_yaw_loop``), the new world takes the next hue, so nothing ``j``
   invents resembles what ``m(j)`` invented, even to a colour histogram (up to
-  :data:`FOG_HUES` copies deep). Far from the revisited pose the effect
+  :data:`FOG_HUES` copies deep). Labels encode both: world ``FOG_HUES * (run - 1) +
+  (depth - 1) % FOG_HUES + 1`` for copy depth ``depth`` in run ``run``. When the copy
+  depth changes inside a run (``double_yaw_loop``'s second turn starts copying copies),
+  the forgotten tiles switch to the next world in one frame. Far from the revisited pose the effect
   fades: with pose distance ``d``, a fraction ``1 - rho`` of the tiles shows the truth, ``rho = 1`` for ``d <= 0.15`` (the
   benchmark's pairing radius) down to ``0`` at ``d = 0.3``.
 * Pixels take their tile's world, with edges softened by a small blur that keeps each
@@ -57,7 +60,7 @@ from vidmem.sim.memory import MemoryKnob, fog_panorama, least_used_hues
 from vidmem.sim.render import Backdrop, ViewWindow, bake_panorama, render_view, view_window
 from vidmem.sim.world import Pose, WorldSpec
 
-__all__ = ["FOG_HUES", "PAIR_RADIUS", "SOFT_RADIUS", "TILE_PX", "plan_rollout", "rollout_frames"]
+__all__ = ["FOG_HUES", "LOOP_FORGETTING_VERSION", "PAIR_RADIUS", "SOFT_RADIUS", "TILE_PX", "plan_rollout", "rollout_frames"]
 
 #: pose distance up to which a revisit is fully affected (the protocol's radius).
 PAIR_RADIUS = 0.15
@@ -67,6 +70,8 @@ SOFT_RADIUS = 0.3
 TILE_PX = 20
 #: hallucinated worlds of a run come in this many hues (one per copy depth).
 FOG_HUES = 3
+#: version of this forgetting model (2: fog worlds, clustered-dot dither, copy depths).
+LOOP_FORGETTING_VERSION = "2"
 
 
 def _grid(pano_width: int) -> tuple[int, int]:
@@ -131,7 +136,7 @@ def plan_rollout(start: Pose, loop_id: str | None, knob: MemoryKnob, rng: np.ran
         pano_width: ``W_pano`` of the world, pixels.
 
     Returns:
-        ``(poses, labels, frames_info)``: one pose per frame; per frame an int16
+        ``(poses, labels, frames_info)``: one pose per frame; per frame an int32
         ``(ceil(PANO_HEIGHT / TILE_PX), W_pano / TILE_PX)`` label map (0 = true world,
         ``k`` = hallucinated world ``k``); per frame ``{"frame", "t", "match",
         "gap_seconds", "pose_distance", "fidelity", "rho"}``.
@@ -140,7 +145,7 @@ def plan_rollout(start: Pose, loop_id: str | None, knob: MemoryKnob, rng: np.ran
     c2w = np.stack([p.c2w() for p in poses])
     match, dist = revisit_schedule(c2w, fps, radius=SOFT_RADIUS)
     shape = _grid(pano_width)
-    truth = np.zeros(shape, np.int16)
+    truth = np.zeros(shape, np.int32)
     labels: list[np.ndarray] = []
     info: list[dict[str, Any]] = []
     fields: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -166,9 +171,9 @@ def plan_rollout(start: Pose, loop_id: str | None, knob: MemoryKnob, rng: np.ran
         # A copy of a copy (frame m itself a revisit) forgets into a world of the
         # next hue, so nothing j invents resembles what m invented.
         depth[j] = depth[m] + 1
-        own = np.int16(FOG_HUES * (run - 1) + (depth[j] - 1) % FOG_HUES + 1)
+        own = np.int32(FOG_HUES * (run - 1) + (depth[j] - 1) % FOG_HUES + 1)
         lab = np.where(keep < f, labels[m], own)
-        lab = np.where(back < 1.0 - rho, np.int16(0), lab).astype(np.int16)
+        lab = np.where(back < 1.0 - rho, np.int32(0), lab).astype(np.int32)
         labels.append(lab)
         info.append({"frame": j, "t": j / fps, "match": m, "gap_seconds": dt,
                      "pose_distance": round(d, 6), "fidelity": f, "rho": round(rho, 6)})

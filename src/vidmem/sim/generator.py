@@ -44,7 +44,7 @@ from vidmem.errors import UserInputError, VidmemError
 from vidmem.generators.protocol import GenerationRequest, GenerationResult
 from vidmem.io.video import probe, read_frames
 from vidmem.sim.gen_cmbench import analyse_context, plan_continuation
-from vidmem.sim.gen_loop import plan_rollout, rollout_frames
+from vidmem.sim.gen_loop import LOOP_FORGETTING_VERSION, plan_rollout, rollout_frames
 from vidmem.sim.media import read_png_spec, read_video_spec, write_sim_video
 from vidmem.sim.memory import parse_memory, request_rng
 from vidmem.sim.prompts import parse_prompt
@@ -113,7 +113,10 @@ class SimGenerator:
 
     def info(self) -> dict[str, Any]:
         """Plain data for the run log, including the memory knob."""
-        return {"name": self.name, "version": SIM_VERSION, **self.memory.to_dict(),
+        # loop_forgetting: version of the memory-loop forgetting model (gen_loop), so a
+        # run store never serves loop videos made by an older one.
+        return {"name": self.name, "version": SIM_VERSION,
+                "loop_forgetting": LOOP_FORGETTING_VERSION, **self.memory.to_dict(),
                 "seed": self.seed, "duration_seconds": self.duration_seconds, "fps": self.fps}
 
     # -- protocol --------------------------------------------------------------------

@@ -44,10 +44,11 @@ How the fit is done (all choices are written here so a result can be reproduced)
 * **No decay.** Decay needs ``a > 0``. When fidelity rises with the gap the fit has
   ``a <= 0``; that is "no measurable decay" and the result is ``not_applicable``.
 * **Extrapolation flag.** ``t_half_beyond_gaps`` says whether ``t_half`` exceeds the
-  longest observed gap, i.e. whether the fitted amplitude never fell by half within the
-  data. Such a ``t_half`` rests on the curve's shape over a shorter span (over a narrow
-  span a nearly straight line passes every check with a very long ``tau``). It is a
-  diagnostic only; it never changes the status.
+  longest observed gap: the fitted curve would fall to half its ``dt = 0`` amplitude
+  only at a gap longer than any in the data, so that ``t_half`` extends the curve's
+  shape beyond what was observed (over a narrow span a nearly straight line passes
+  every check with a very long ``tau``). It is a diagnostic only; it never changes the
+  status.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ For every group (all cases, and each loop):
   (``clamp(t_half / t_ref, 0, 1)``, with a bootstrap interval) and the median
   ``t_half`` in seconds, and how many official fits put ``t_half`` beyond the longest
   gap (``n_beyond_gaps``: extrapolated, see :mod:`vidmem.stats.halflife`) with the
-  median over the others (``median_t_half_within_gaps_seconds``, a vidmem diagnostic
+  median over the others (``median_t_half_not_beyond_gaps_seconds``, a vidmem diagnostic
   that is not part of the protocol: it is spared the extrapolated outliers but leans
   short when the true half-life is close to the longest gaps, since it keeps only fits
   that came out shorter than them); the ``not_applicable`` cases counted by the check that failed
@@ -71,7 +71,7 @@ def group_summary(rows: Sequence[Mapping[str, Any]],
         (0.8, 2)
         >>> g["half_life"]["median_t_half_seconds"], g["half_life"]["n_beyond_gaps"]
         (60.0, 1)
-        >>> g["half_life"]["median_t_half_within_gaps_seconds"]
+        >>> g["half_life"]["median_t_half_not_beyond_gaps_seconds"]
         30.0
         >>> g["half_life"]["not_applicable"]
         {'decay': 1}
@@ -88,6 +88,8 @@ def group_summary(rows: Sequence[Mapping[str, Any]],
     t_half = [float(r["t_half_seconds"]) for r in official if r.get("t_half_seconds") is not None]
     inside = [float(r["t_half_seconds"]) for r in official
               if r.get("t_half_seconds") is not None and r.get("t_half_beyond_gaps") is False]
+    # Rows scored before the flag existed lack it: then neither number can be given.
+    flagged = all(isinstance(r.get("t_half_beyond_gaps"), bool) for r in official)
     return {
         "n_cases": len(rows),
         "n_scored": len(scored),
@@ -100,8 +102,10 @@ def group_summary(rows: Sequence[Mapping[str, Any]],
             "n_official": len(official),
             "value": _ci([float(r["half_life_value"]) for r in official], boot),
             "median_t_half_seconds": float(np.median(t_half)) if t_half else None,
-            "n_beyond_gaps": sum(r.get("t_half_beyond_gaps") is True for r in official),
-            "median_t_half_within_gaps_seconds": float(np.median(inside)) if inside else None,
+            "n_beyond_gaps": (sum(r.get("t_half_beyond_gaps") is True for r in official)
+                              if flagged else None),
+            "median_t_half_not_beyond_gaps_seconds": (float(np.median(inside))
+                                                      if inside and flagged else None),
             "not_applicable": dict(sorted(reasons.items())),
             "not_applicable_examples": dict(sorted(examples.items())),
         },

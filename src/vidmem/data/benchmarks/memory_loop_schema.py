@@ -52,7 +52,8 @@ __all__ = [
 
 #: Benchmark name (registry key, manifest ``benchmark`` field, run.json).
 BENCHMARK = "memory_loop"
-BENCHMARK_VERSION = "1.1"  # 1.1: nearest match first, then the excursion test
+# 1.1: nearest match first, then the excursion test; 1.2: rows carry t_half_beyond_gaps
+BENCHMARK_VERSION = "1.2"
 CASES_FILE = "cases.jsonl"
 CASE_FIELDS = ("case_id", "start_image", "loop_id", "prompt", "duration_seconds", "fps")
 OPTIONAL_FIELDS = ("poses",)
