@@ -147,9 +147,10 @@ def _fit_stage(
         sst_n = float(np.sum((v - v.mean()) ** 2))
         r2 = 1.0 - sse_n / sst_n if sst_n > 0 else math.nan
         sse = sse_n * y_range * y_range
-    details.update(tau=tau, t_half=tau * math.log(2.0), a_centred=a_centred, b=b, r2=r2, sse=sse)
-    if math.isfinite(tau):
-        details["t_half_beyond_gaps"] = bool(tau * math.log(2.0) > float(distinct[-1]))
+    t_half = tau * math.log(2.0)
+    details.update(tau=tau, t_half=t_half, a_centred=a_centred, b=b, r2=r2, sse=sse)
+    if math.isfinite(t_half):
+        details["t_half_beyond_gaps"] = bool(t_half > float(distinct[-1]))
     # Amplitude at dt = 0, checked in the log domain so it is never computed as inf.
     if a_centred == 0 or not math.isfinite(tau) or tau <= 0:
         details.update(a=a_centred, a_reference_gap=centre)
@@ -178,5 +179,5 @@ def _fit_stage(
             "decay",
             f"no decay, fitted a = {a_centred:.4g} <= 0 (fidelity does not fall with the gap)",
         )
-    value = min(max(tau * math.log(2.0) / float(t_ref), 0.0), 1.0)
+    value = min(max(t_half / float(t_ref), 0.0), 1.0)
     return result(None, None, value)
