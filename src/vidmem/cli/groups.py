@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 from typer.core import TyperGroup
 
 from vidmem.errors import UserInputError
@@ -18,7 +17,7 @@ from vidmem.registry import BENCHMARKS
 
 
 class BenchmarkGroup(TyperGroup):
-    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None:
             return cmd
@@ -30,7 +29,7 @@ class BenchmarkGroup(TyperGroup):
             hint=f"benchmarks with `vidmem {ctx.info_name}`: {have}",
         )
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         # click would report a missing command itself before asking get_command for
         # suggestions; route every name through get_command.
         name = args[0]
