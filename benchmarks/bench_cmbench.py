@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from vidmem.data.benchmarks.cmbench_data import load_cmbench, resolve_references
-from vidmem.data.benchmarks.cmbench_score import ScorerConfig, masked_crop
+from vidmem.benchmarks.cmbench import benchmark as runner
+from vidmem.benchmarks.cmbench.data import load_cmbench, resolve_references
+from vidmem.benchmarks.cmbench.scorer import ScorerConfig, masked_crop
 from vidmem.io.video import iter_frames, write_video
 from vidmem.models.tiny import tiny_official_cmbench
-from vidmem.runners import cmbench as runner
 
 W, H, FPS = 320, 180, 8
 

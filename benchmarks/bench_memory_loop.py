@@ -30,10 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from vidmem.data.benchmarks.memory_loop_data import generation_requests, load_memory_loop
-from vidmem.data.benchmarks.memory_loop_score import ScorerConfig
+from vidmem.benchmarks.memory_loop import benchmark as runner
+from vidmem.benchmarks.memory_loop.data import generation_requests, load_memory_loop
+from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
 from vidmem.io.video import probe
-from vidmem.runners import memory_loop as runner
 from vidmem.sim.build import build
 from vidmem.sim.generator import SimGenerator
 

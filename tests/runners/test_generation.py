@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from vidmem.data.requests import GenerationRequest
+from vidmem.generators.requests import GenerationRequest
 from vidmem.models.weights import weights_fingerprint
 from vidmem.runners.generation import make_item, run_generation
 from vidmem.runners.item_store import ItemStore

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
 from vidmem.generators.protocol import GenerationRequest
 from vidmem.io.video import probe, read_frames
 from vidmem.models.protocols import Judge, JudgeRequest
 from vidmem.registry import BACKENDS
-from vidmem.sim.build_track_b import build_track_b
 from vidmem.sim.card_judge import SimCardJudge
 from vidmem.sim.generator import SimGenerator
 

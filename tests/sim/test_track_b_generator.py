@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from vidmem.data.requests import ReferenceImage
 from vidmem.errors import UserInputError
 from vidmem.generators.protocol import GenerationRequest
+from vidmem.generators.requests import ReferenceImage
 from vidmem.io.video import probe
 from vidmem.sim.generator import SimGenerator
 from vidmem.sim.media import read_png_spec, read_video_spec

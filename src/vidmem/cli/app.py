@@ -17,8 +17,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from vidmem import __version__
-from vidmem.cli import cmbench as _cmbench_cli
-from vidmem.cli import memory_loop as _memory_loop_cli
+from vidmem.benchmarks.cmbench import cli as _cmbench_cli
+from vidmem.benchmarks.memory_loop import cli as _memory_loop_cli
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.groups import BenchmarkGroup
 from vidmem.errors import UserInputError, VidmemError

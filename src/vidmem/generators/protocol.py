@@ -1,6 +1,6 @@
 """The Generator protocol: a video model, or anything that plays one.
 
-The request and result records live in :mod:`vidmem.data.requests` (benchmarks build
+The request and result records live in :mod:`vidmem.generators.requests` (benchmarks build
 them without depending on generators); they are re-exported here for generator authors.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from vidmem.data.requests import GenerationRequest, GenerationResult, ReferenceImage
+from vidmem.generators.requests import GenerationRequest, GenerationResult, ReferenceImage
 
 __all__ = ["GenerationRequest", "GenerationResult", "Generator", "ReferenceImage"]
 

@@ -1,7 +1,7 @@
 """KV-cache log records and their validation: JSON rows in, a checked :class:`KVLog` out.
 
 The row format is described in ``docs/kv_log_format.md``; reading the file is the job of
-``vidmem.data.benchmarks.cmbench_data.read_kv_log``. The ratios and throughputs computed
+``vidmem.benchmarks.cmbench.data.read_kv_log``. The ratios and throughputs computed
 from a log are defined in :mod:`vidmem.metrics.kv_pruning`, where :class:`KVLog`,
 :class:`KVTiming` and :func:`parse_kv_log` can be imported as well.
 

@@ -6,7 +6,7 @@ token positions that head could attend to (``k_visible``) and how many it would 
 seen with the full history kept (``k_full``). The row format is described in
 ``docs/kv_log_format.md``; :mod:`vidmem.metrics.kv_log` validates rows that have
 already been read (reading the file is the job of
-``vidmem.data.benchmarks.cmbench_data.read_kv_log``) and this module turns them into
+``vidmem.benchmarks.cmbench.data.read_kv_log``) and this module turns them into
 numbers. :class:`KVLog`, :class:`KVTiming` and :func:`parse_kv_log` are importable from
 here as well.
 

@@ -21,11 +21,12 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from vidmem import __version__
+from vidmem.benchmarks.cmbench import demo as demo_cmbench
+from vidmem.benchmarks.memory_loop import demo as demo_memory_loop
 from vidmem.io.framecode import decode_index, make_indexed_clip
 from vidmem.io.hashing import file_sha256
 from vidmem.io.video import DecodeStats, probe, read_frames, read_frames_at, write_video
 from vidmem.registry import BENCHMARKS
-from vidmem.runners import demo_cmbench, demo_memory_loop
 from vidmem.runners.execute import WorkItem, execute
 from vidmem.runners.store import RunDir, RunManifest
 

@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vidmem.data.requests import GenerationRequest
+from vidmem.generators.requests import GenerationRequest
 from vidmem.runners.execute import ExecutionSummary, WorkItem, execute
 from vidmem.runners.item_store import ItemStore
 

@@ -21,8 +21,8 @@ Modules:
 * :mod:`~vidmem.sim.loops` -- the six memory-loop trajectories and the sim's revisit
   pairing.
 * :mod:`~vidmem.sim.build` -- ``build(benchmark, out, seed=, n_cases=)`` with
-  :mod:`~vidmem.sim.build_cmbench` and :mod:`~vidmem.sim.build_memory_loop`
-  (scenario planning in :mod:`~vidmem.sim.cmbench_world`).
+  :mod:`~vidmem.benchmarks.cmbench.sim_build` and :mod:`~vidmem.benchmarks.memory_loop.sim_build`
+  (scenario planning in :mod:`~vidmem.benchmarks.cmbench.sim_plan`).
 * :mod:`~vidmem.sim.generator` -- :class:`~vidmem.sim.generator.SimGenerator`, the
   ``sim`` generator with a memory knob (:mod:`~vidmem.sim.memory`), a prompt grammar
   (:mod:`~vidmem.sim.prompts`), CMBench continuations (:mod:`~vidmem.sim.gen_cmbench`)

@@ -25,10 +25,10 @@ __all__ = ["BUILDERS", "TRUTH_DIR", "BuildSummary", "build", "check_n_cases"]
 
 #: benchmark name -> "module:function" of its builder.
 BUILDERS: dict[str, str] = {
-    "cmbench": "vidmem.sim.build_cmbench:build_cmbench",
-    "memory_loop": "vidmem.sim.build_memory_loop:build_memory_loop",
-    "vmem_track_b": "vidmem.sim.build_track_b:build_track_b",
-    "mist": "vidmem.sim.build_mist:build_mist",
+    "cmbench": "vidmem.benchmarks.cmbench.sim_build:build_cmbench",
+    "memory_loop": "vidmem.benchmarks.memory_loop.sim_build:build_memory_loop",
+    "vmem_track_b": "vidmem.benchmarks.vmem_track_b.sim_build:build_track_b",
+    "mist": "vidmem.benchmarks.mist.sim_build:build_mist",
 }
 #: folder (under the build root) that holds the truth files.
 TRUTH_DIR = "_truth"

@@ -1,7 +1,7 @@
 """The six closed camera loops of the memory-loop benchmark, as sim camera poses.
 
 The loops themselves (ids, difficulties, prompt targets and planned offsets) are the
-benchmark's and live in :mod:`vidmem.data.benchmarks.memory_loop_plan`; this module
+benchmark's and live in :mod:`vidmem.metrics.loop_paths`; this module
 re-exports them under their old names and turns a plan into sim :class:`Pose` objects
 from a start pose. Every loop closes, and out-and-back loops revisit bit-identical
 poses (the plan mirrors and repeats cycles on the frame grid).
@@ -21,14 +21,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vidmem.data.benchmarks.memory_loop_plan import (
+from vidmem.metrics import revisit as _revisit
+from vidmem.metrics.loop_paths import (
     LOOP_IDS,
     LOOPS,
     LoopDef,
     loop_for_prompt,
     loop_offsets,
 )
-from vidmem.metrics import revisit as _revisit
 from vidmem.sim.world import Pose
 
 __all__ = [

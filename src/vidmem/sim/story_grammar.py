@@ -1,6 +1,6 @@
 """The controlled language of sim Track-B stories: names, appearance phrases, prompts.
 
-Sim stories (:mod:`vidmem.sim.build_track_b`) are written in the official Track-B
+Sim stories (:mod:`vidmem.benchmarks.vmem_track_b.sim_build`) are written in the official Track-B
 format, but every entity name and appearance text comes from a small closed grammar,
 so that the sim generator can read its prompts and the card judge can read its roster
 without guessing. Anything outside the grammar is ignored (generator) or answered with

@@ -1,0 +1,1 @@
+"""The cmbench benchmark."""

@@ -1,0 +1,272 @@
+"""CMBench validation rules: check one raw ``metadata.jsonl`` row and collect its problems.
+
+Rows are checked as plain JSON objects, before pydantic sees them, so that every
+problem of every row can be reported at once, each naming the task (or line), the field,
+what was expected and what was found. The rules are listed in the docstring of
+:mod:`vidmem.benchmarks.cmbench.data`, whose :func:`validate_cmbench` and
+:func:`load_cmbench` drive them over a whole file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
+
+from vidmem.benchmarks.cmbench.schema import (
+    CLIP_FIELDS,
+    CLIP_IDS,
+    METADATA_FILE,
+    REFERENCE_FIELDS,
+    TASK_FIELDS,
+    TASK_TYPES,
+    VIDEO_TYPES,
+    Problem,
+    _video_stem,
+)
+from vidmem.benchmarks.jsonl_dataset import (
+    RowChecker,
+    RowValidationReport,
+    _is_int,
+    _is_number,
+    _type_name,
+)
+from vidmem.io.boxes import check_normalized_box
+
+__all__ = ["ValidationReport"]
+
+# The task id names the continuation file <task_id>.mp4, so it must be a safe file name.
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class ValidationReport(RowValidationReport):
+    """Everything :func:`validate_cmbench` found.
+
+    Attributes:
+        root: the dataset folder.
+        problems: errors and warnings in file order.
+        n_tasks: rows that parsed as JSON objects.
+    """
+
+    rows_file = METADATA_FILE
+    row_noun = "task"
+
+
+# --------------------------------------------------------------------------- JSON values
+
+
+def _one_of(value: object, options: Sequence[str]) -> str:
+    found = f"{value!r}"
+    guess = ""
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value.strip().lower(), options, n=1, cutoff=0.5)
+        if close:
+            guess = f"; did you mean {close[0]!r}?"
+    return f"expected one of {list(options)}, found {found}{guess}"
+
+
+# --------------------------------------------------------------------------- rules
+
+
+class _RowChecker(RowChecker):
+    """Collect the problems of one metadata row."""
+
+    id_field = "task_id"
+
+    def _string(self, field_name: str, v: object, *, required_non_empty: bool) -> str | None:
+        """``v`` when it is a non-blank string; otherwise report it and return None."""
+        if not isinstance(v, str):
+            self.error(field_name, f"expected a string, found {_type_name(v)} {v!r}")
+            return None
+        if not v.strip():
+            if required_non_empty:
+                self.error(field_name, "must not be empty")
+            else:
+                self.warn(field_name, "is empty")
+            return None
+        return v
+
+    def _text(self, name: str, *, required_non_empty: bool) -> str | None:
+        # A missing task field is reported once, by check(); nothing to add here.
+        if name not in self.obj:
+            return None
+        return self._string(name, self.obj[name], required_non_empty=required_non_empty)
+
+    def check(self) -> list[Problem]:
+        obj = self.obj
+        for name in TASK_FIELDS:
+            if name not in obj:
+                self.error(name, f"missing; every task row needs {list(TASK_FIELDS)}")
+        for name in obj:
+            if name not in TASK_FIELDS:
+                self.warn(name, "unknown field, kept as an extra (not used by vidmem)")
+
+        task_id = self._text("task_id", required_non_empty=True)
+        if task_id is not None and not _SAFE_ID.match(task_id):
+            self.error(
+                "task_id",
+                f"{task_id!r} is not a safe file name (it names the continuation "
+                "<task_id>.mp4); use letters, digits, '.', '_' and '-', not starting with '.'",
+            )
+        vtype = obj.get("type")
+        if "type" in obj and vtype not in VIDEO_TYPES:
+            self.error("type", _one_of(vtype, VIDEO_TYPES))
+        task_type = obj.get("task_type")
+        if "task_type" in obj and task_type not in TASK_TYPES:
+            self.error("task_type", _one_of(task_type, TASK_TYPES))
+        self._text("scene", required_non_empty=False)
+        self._text("continue_prompt", required_non_empty=True)
+        self._text("target_label", required_non_empty=True)
+        video = self._check_video()
+        self._check_clips()
+        self._check_aliases()
+        self._check_references()
+        if task_id is not None and video is not None and task_type in TASK_TYPES:
+            stem = _video_stem(video)
+            if not re.fullmatch(rf"{re.escape(stem)}_{task_type}_\d{{2,}}", task_id):
+                self.warn(
+                    "task_id",
+                    f"{task_id!r} does not follow {{video_id}}_{{task_type}}_{{NN}}; "
+                    f"expected {stem}_{task_type}_NN (e.g. {stem}_{task_type}_01) for video "
+                    f"{video!r}",
+                )
+        return self.problems
+
+    def _check_video(self) -> str | None:
+        video = self._text("video", required_non_empty=True)
+        if video is None:
+            return None
+        posix, win = PurePosixPath(video), PureWindowsPath(video)
+        if posix.is_absolute() or win.is_absolute() or win.drive or video.startswith("\\"):
+            self.error(
+                "video",
+                f"{video!r} is an absolute path; expected a path relative to the dataset "
+                f"root {self.root}, e.g. 'videos/synthetic/syn_001.mp4'",
+            )
+            return None
+        if ".." in re.split(r"[\\/]", video):
+            self.error(
+                "video",
+                f"{video!r} contains '..'; context videos must lie inside the dataset root",
+            )
+            return None
+        path = self.root / video
+        if not path.exists():
+            self.error("video", f"file not found: {path}; check the path or the download")
+        elif not path.is_file():
+            self.error("video", f"{path} is a folder, expected a video file")
+        return video
+
+    def _check_clips(self) -> None:
+        if "context_clip_prompts" not in self.obj:
+            return
+        clips = self.obj["context_clip_prompts"]
+        if not isinstance(clips, list):
+            self.error(
+                "context_clip_prompts",
+                f"expected an array of 6 objects, found {_type_name(clips)}",
+            )
+            return
+        if len(clips) != len(CLIP_IDS):
+            self.error(
+                "context_clip_prompts",
+                f"expected exactly {len(CLIP_IDS)} clip prompts, found {len(clips)}",
+            )
+        for k, clip in enumerate(clips):
+            name = f"context_clip_prompts[{k}]"
+            if not isinstance(clip, dict):
+                self.error(
+                    name,
+                    f"expected an object {{clip_id, clip_prompt}}, found {_type_name(clip)}",
+                )
+                continue
+            for key in clip:
+                if key not in CLIP_FIELDS:
+                    self.warn(f"{name}.{key}", "unknown field, kept as an extra")
+            clip_id = clip.get("clip_id")
+            if "clip_id" not in clip:
+                self.error(f"{name}.clip_id", "missing")
+            elif not isinstance(clip_id, str):
+                self.error(
+                    f"{name}.clip_id",
+                    f"expected a string like '01', found {_type_name(clip_id)} {clip_id!r}",
+                )
+            elif k < len(CLIP_IDS) and clip_id != CLIP_IDS[k]:
+                self.warn(
+                    f"{name}.clip_id",
+                    f"expected {CLIP_IDS[k]!r} at position {k}, found {clip_id!r}; "
+                    "vidmem takes the order from the list position",
+                )
+            if "clip_prompt" not in clip:
+                self.error(f"{name}.clip_prompt", "missing")
+            else:
+                self._string(f"{name}.clip_prompt", clip["clip_prompt"], required_non_empty=True)
+
+    def _check_aliases(self) -> None:
+        if "target_aliases" not in self.obj:
+            return
+        aliases = self.obj["target_aliases"]
+        if not isinstance(aliases, list):
+            self.error(
+                "target_aliases",
+                f"expected an array of strings, found {_type_name(aliases)} {aliases!r}",
+            )
+            return
+        for k, a in enumerate(aliases):
+            self._string(f"target_aliases[{k}]", a, required_non_empty=False)
+
+    def _check_references(self) -> None:
+        if "references" not in self.obj:
+            return
+        refs = self.obj["references"]
+        if not isinstance(refs, list):
+            self.error("references", f"expected an array of objects, found {_type_name(refs)}")
+            return
+        if not refs:
+            self.error("references", "must not be empty; every task needs a reference")
+            return
+        for k, ref in enumerate(refs):
+            name = f"references[{k}]"
+            if not isinstance(ref, dict):
+                self.error(
+                    name,
+                    "expected an object {timestamp_seconds, frame_index, "
+                    f"bbox_xyxy_normalized}}, found {_type_name(ref)}",
+                )
+                continue
+            for key in ref:
+                if key not in REFERENCE_FIELDS:
+                    self.warn(f"{name}.{key}", "unknown field, kept as an extra")
+            ts = ref.get("timestamp_seconds")
+            if "timestamp_seconds" not in ref:
+                self.error(f"{name}.timestamp_seconds", "missing")
+            elif not _is_number(ts) or not math.isfinite(ts) or ts < 0:
+                self.error(
+                    f"{name}.timestamp_seconds",
+                    f"expected a finite number of seconds >= 0, found {ts!r}",
+                )
+            if "frame_index" not in ref:
+                self.warn(f"{name}.frame_index", "missing; read as null (seek by timestamp)")
+            else:
+                fi = ref["frame_index"]
+                if fi is not None and (not _is_int(fi) or fi < 0):
+                    self.error(
+                        f"{name}.frame_index",
+                        f"expected null or an integer >= 0, found {_type_name(fi)} {fi!r}",
+                    )
+            if "bbox_xyxy_normalized" not in ref:
+                self.error(f"{name}.bbox_xyxy_normalized", "missing")
+            else:
+                box = ref["bbox_xyxy_normalized"]
+                if not isinstance(box, list):
+                    self.error(
+                        f"{name}.bbox_xyxy_normalized",
+                        f"expected [x_min, y_min, x_max, y_max], found {_type_name(box)}",
+                    )
+                else:
+                    for msg in check_normalized_box(box):
+                        self.error(f"{name}.bbox_xyxy_normalized", f"{msg} (box {box})")

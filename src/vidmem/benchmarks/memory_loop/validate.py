@@ -1,0 +1,139 @@
+"""Memory-loop validation rules: check one raw ``cases.jsonl`` row and collect its problems.
+
+Rows are checked as plain JSON objects, before pydantic sees them, so that every problem
+of every row is reported at once, each naming the case (or line), the field, what was
+expected, what was found and how to fix it. Errors block loading; warnings do not:
+
+* errors: a missing required field; a ``case_id`` that is empty or not a safe file name
+  (it names ``<case_id>.mp4``); a duplicate ``case_id``; an unknown ``loop_id`` (with
+  "did you mean"); an empty ``prompt``; ``duration_seconds`` or ``fps`` not a finite
+  number > 0; a ``start_image`` or ``poses`` path that is absolute, leaves the root
+  (``..``) or names no file.
+* warnings: unknown fields (kept on the case as extras); a ``prompt`` that is not the
+  loop's prompt target (a generator that recognises the targets, like ``sim``, will
+  not perform the loop); a start image that is not PNG/JPEG/WebP by its suffix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
+
+from vidmem.benchmarks.cmbench.validate import ValidationReport
+from vidmem.benchmarks.jsonl_dataset import RowChecker, _is_number, _type_name
+from vidmem.benchmarks.memory_loop.schema import (
+    CASE_FIELDS,
+    CASES_FILE,
+    OPTIONAL_FIELDS,
+    Problem,
+)
+from vidmem.metrics.loop_paths import LOOP_IDS, LOOPS, loop_for_prompt
+
+__all__ = ["MemoryLoopValidation"]
+
+# The case id names the video <case_id>.mp4, so it must be a safe file name.
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+@dataclass(frozen=True)
+class MemoryLoopValidation(ValidationReport):
+    """Everything ``validate_memory_loop`` found (``n_tasks`` counts case rows)."""
+
+    rows_file = CASES_FILE
+    row_noun = "case"
+
+    @property
+    def n_cases(self) -> int:
+        """Rows of ``cases.jsonl`` that parsed as JSON objects."""
+        return self.n_tasks
+
+
+class _CaseChecker(RowChecker):
+    """Collect the problems of one ``cases.jsonl`` row."""
+
+    id_field = "case_id"
+
+    def _text(self, name: str) -> str | None:
+        if name not in self.obj:
+            return None  # reported once by check()
+        v = self.obj[name]
+        if not isinstance(v, str):
+            self.error(name, f"expected a string, found {_type_name(v)} {v!r}")
+            return None
+        if not v.strip():
+            self.error(name, "must not be empty")
+            return None
+        return v
+
+    def _positive(self, name: str, example: str) -> None:
+        if name not in self.obj:
+            return
+        v = self.obj[name]
+        if not _is_number(v) or not math.isfinite(v) or v <= 0:
+            self.error(name, f"expected a finite number > 0, found {_type_name(v)} {v!r}; "
+                       f"write e.g. \"{name}\": {example}")
+
+    def _path(self, name: str, what: str, example: str) -> str | None:
+        value = self._text(name)
+        if value is None:
+            return None
+        posix, win = PurePosixPath(value), PureWindowsPath(value)
+        if posix.is_absolute() or win.is_absolute() or win.drive or value.startswith("\\"):
+            self.error(name, f"{value!r} is an absolute path; expected a path relative to the "
+                       f"dataset root {self.root}, e.g. {example!r}")
+            return None
+        if ".." in re.split(r"[\\/]", value):
+            self.error(name, f"{value!r} contains '..'; {what} must lie inside the dataset root")
+            return None
+        path = self.root / value
+        if not path.exists():
+            self.error(name, f"file not found: {path}; check the path (relative to {self.root})")
+        elif not path.is_file():
+            self.error(name, f"{path} is a folder, expected a {what} file")
+        return value
+
+    def check(self) -> list[Problem]:
+        obj = self.obj
+        for name in CASE_FIELDS:
+            if name not in obj:
+                self.error(name, f"missing; every case row needs {list(CASE_FIELDS)}")
+        for name in obj:
+            if name not in CASE_FIELDS + OPTIONAL_FIELDS:
+                self.warn(name, "unknown field, kept as an extra (not used by vidmem)")
+        case_id = self._text("case_id")
+        if case_id is not None and not _SAFE_ID.match(case_id):
+            self.error("case_id", f"{case_id!r} is not a safe file name (it names the video "
+                       "<case_id>.mp4); use letters, digits, '.', '_' and '-', not starting "
+                       "with '.'")
+        image = self._path("start_image", "start images", "start_images/img000.png")
+        if image is not None and PurePosixPath(image.replace("\\", "/")).suffix.lower() not in _IMAGE_SUFFIXES:
+            self.warn("start_image", f"{image!r} is not a PNG/JPEG/WebP file name; generators "
+                      "may not read it")
+        loop_id = self._check_loop()
+        prompt = self._text("prompt")
+        if loop_id is not None and prompt is not None and loop_for_prompt(prompt) != loop_id:
+            self.warn("prompt", f"{prompt!r} is not the prompt target of {loop_id} "
+                      f"({LOOPS[loop_id].prompt!r}); generators that recognise the targets "
+                      "(e.g. sim) will not perform the loop")
+        self._positive("duration_seconds", "60.0")
+        self._positive("fps", "8.0")
+        if obj.get("poses") is not None:
+            self._path("poses", "pose tracks", "poses/case_001.json")
+        return self.problems
+
+    def _check_loop(self) -> str | None:
+        if "loop_id" not in self.obj:
+            return None
+        v = self.obj["loop_id"]
+        if v in LOOP_IDS:
+            return str(v)
+        guess = ""
+        if isinstance(v, str):
+            close = difflib.get_close_matches(v.strip().lower(), LOOP_IDS, n=1, cutoff=0.5)
+            guess = f"; did you mean {close[0]!r}?" if close else ""
+        self.error("loop_id", f"unknown loop {v!r}{guess}; expected one of {list(LOOP_IDS)}")
+        return None

@@ -1,0 +1,1 @@
+"""The vmem_track_b benchmark."""

@@ -1,1 +1,0 @@
-"""Frozen records (Case, Request, Response, Score) and one loader/scorer module per benchmark."""

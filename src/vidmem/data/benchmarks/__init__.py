@@ -1,1 +1,0 @@
-"""One module per benchmark: loader, validation, request builder and scorer glue."""
