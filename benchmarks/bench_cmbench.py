@@ -23,11 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from vidmem.benchmarks.cmbench import benchmark as runner
+from vidmem.benchmarks.cmbench import BENCHMARK as bench
 from vidmem.benchmarks.cmbench.data import load_cmbench, resolve_references
 from vidmem.benchmarks.cmbench.scorer import ScorerConfig, masked_crop
 from vidmem.io.video import iter_frames, write_video
 from vidmem.models.tiny import tiny_official_cmbench
+from vidmem.runners import benchmark_run as runner
 
 W, H, FPS = 320, 180, 8
 
@@ -92,8 +93,8 @@ def main() -> None:
     scorer = runner._scorer(json.dumps(cfg.to_dict(), sort_keys=True))
 
     t0 = time.perf_counter()
-    run = runner.open_run(ds, work / "run", cfg, {"videos": str(videos)}, resume=False, overwrite=True, argv=None)
-    runner.score(ds, run, videos, cfg, quiet=True)
+    run = runner.open_run(bench, ds, work / "run", cfg, {"videos": str(videos)}, resume=False, overwrite=True, argv=None)
+    runner.score(bench, ds, run, videos, cfg, quiet=True)
     e2e = time.perf_counter() - t0
 
     paths = sorted(videos.glob("*.mp4"))
@@ -119,8 +120,8 @@ def main() -> None:
     model = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    run2 = runner.open_run(ds, work / "run", cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
-    again = runner.score(ds, run2, videos, cfg, quiet=True)
+    run2 = runner.open_run(bench, ds, work / "run", cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
+    again = runner.score(bench, ds, run2, videos, cfg, quiet=True)
     rescore = time.perf_counter() - t0
 
     result = {

@@ -30,11 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from vidmem.benchmarks.memory_loop import benchmark as runner
+from vidmem.benchmarks.memory_loop import BENCHMARK as bench
 from vidmem.benchmarks.memory_loop.data import generation_requests, load_memory_loop
 from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
 from vidmem.io.video import probe
-from vidmem.sim.build import build
+from vidmem.runners import benchmark_run as runner
+from vidmem.runners.sim_build import build
 from vidmem.sim.generator import SimGenerator
 
 
@@ -88,12 +89,12 @@ def main() -> None:
         gen_s = _render(ds, videos, memory, args.seconds, args.fps, size, args.gen_seed)
         out = work / f"run_{tag}"
         shutil.rmtree(out, ignore_errors=True)
-        run = runner.open_run(ds, out, cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
+        run = runner.open_run(bench, ds, out, cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
         t0 = time.perf_counter()
-        result = runner.score(ds, run, videos, cfg, quiet=True)
+        result = runner.score(bench, ds, run, videos, cfg, quiet=True)
         score_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        runner.score(ds, run, videos, cfg, quiet=True)
+        runner.score(bench, ds, run, videos, cfg, quiet=True)
         cached_s = time.perf_counter() - t0
         rows = run.scores()
         decoded = sum(r.get("frames_decoded", 0) for r in rows)

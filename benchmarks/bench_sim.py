@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vidmem.generators.protocol import GenerationRequest
-from vidmem.sim.build import build
+from vidmem.runners.sim_build import build
 from vidmem.sim.generator import SimGenerator
 
 

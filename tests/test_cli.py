@@ -191,7 +191,7 @@ def test_models_fetch_weight_free_backend(capsys, tmp_path):
 
 
 def test_memory_loop_score_allow_missing_reaches_the_scorer(capsys, tmp_path):
-    from vidmem.sim.build import build
+    from vidmem.runners.sim_build import build
 
     build("memory_loop", tmp_path / "loops", n_cases=1)
     (tmp_path / "videos").mkdir()
@@ -211,7 +211,7 @@ def test_error_text_with_brackets_is_printed_verbatim(capsys, tmp_path):
 
 
 def test_backend_option_values_are_typed(capsys):
-    from vidmem.cli.common import parse_backend_option
+    from vidmem.benchmarks.options import parse_backend_option
 
     assert parse_backend_option("classic/sift:ratio=0.8") == ("classic/sift", "ratio", 0.8)
     assert parse_backend_option("x/y:weights=/m/[a]") == ("x/y", "weights", "/m/[a]")

@@ -16,11 +16,11 @@ if TYPE_CHECKING:
 
 def declare(benchmarks: Registry, backends: Registry, generators: Registry, policies: Registry) -> None:
     planned = "planned"
-    benchmarks.add("cmbench", "vidmem.benchmarks.cmbench.benchmark", "CMBench: recall of a target seen earlier in a one-minute context")
-    benchmarks.add("memory_loop", "vidmem.benchmarks.memory_loop.benchmark", "Memory loop: revisit fidelity and the Memory Half-Life fit")
+    benchmarks.add("cmbench", "vidmem.benchmarks.cmbench:BENCHMARK", "CMBench: recall of a target seen earlier in a one-minute context")
+    benchmarks.add("memory_loop", "vidmem.benchmarks.memory_loop:BENCHMARK", "Memory loop: revisit fidelity and the Memory Half-Life fit")
     benchmarks.add("vmem_track_a", None, "VMem-Bench Track-A: which references a memory policy retrieves", status=planned)
-    benchmarks.add("vmem_track_b", None, "VMem-Bench Track-B: closed-loop story generation with memory policies", status=planned)
-    benchmarks.add("mist", None, "MIST: gate-by-gate scoring of hidden-state reveals, with M3-Agent", status=planned)
+    benchmarks.add("vmem_track_b", None, "VMem-Bench Track-B: closed-loop story generation with memory policies", status=planned, sim_build="vidmem.benchmarks.vmem_track_b.sim_build:build_track_b")
+    benchmarks.add("mist", None, "MIST: gate-by-gate scoring of hidden-state reveals, with M3-Agent", status=planned, sim_build="vidmem.benchmarks.mist.sim_build:build_mist")
 
     # Offline classic backends: core install, no weights. Proxies, never the official protocol.
     backends.add("classic/hsv-lbp", "vidmem.models.backends.classic_embed:HsvLbpEmbedder", "offline proxy: HSV colour histogram + uniform LBP texture (default classic image embedder)", role="image_embedder")

@@ -11,8 +11,8 @@ from vidmem.errors import UnknownNameError, UserInputError
 from vidmem.io.boxes import box_iou, check_normalized_box, crop, normalized_to_pixel
 from vidmem.io.video import probe, read_frames
 from vidmem.models.backends.classic_sift import SiftDetector
+from vidmem.runners.sim_build import build
 from vidmem.sim.assets import ENTITIES
-from vidmem.sim.build import build
 from vidmem.sim.loops import LOOP_IDS, LOOPS
 from vidmem.sim.media import read_png, read_png_spec, read_video_spec
 
@@ -107,6 +107,7 @@ def _tree(root):
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # four more builds: ~5 s
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, loop_root, cmbench_root):
     a = build("memory_loop", tmp_path / "a", seed=0, n_cases=1)
     b = build("memory_loop", tmp_path / "b", seed=1, n_cases=1)

@@ -86,6 +86,7 @@ def _truth_of(entity: dict, side: dict) -> tuple[bool, str | None, int]:
     return bool(drawn), drawn[0]["state"] if drawn else None, sum(len(e["track_ids"]) for e in drawn)
 
 
+@pytest.mark.slow  # the `judged` story takes ~14 s to generate and judge
 def test_presence_state_and_count_match_the_truth(judged):
     truth, rows = judged
     tally = {"tp": 0, "tn": 0, "fp": 0, "fn": 0}
@@ -114,6 +115,7 @@ def test_presence_state_and_count_match_the_truth(judged):
     assert len(counts) >= 4 and np.mean(counts) >= 0.75
 
 
+@pytest.mark.slow  # the `judged` story takes ~14 s to generate and judge
 def test_no_memory_recalls_are_judged_absent(judged):
     truth, rows = judged
     misses = [it for memory, seg, _, answer, side in rows if memory == "none"

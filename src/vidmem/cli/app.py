@@ -17,8 +17,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from vidmem import __version__
-from vidmem.benchmarks.cmbench import cli as _cmbench_cli
-from vidmem.benchmarks.memory_loop import cli as _memory_loop_cli
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.groups import BenchmarkGroup
 from vidmem.errors import UserInputError, VidmemError
@@ -179,8 +177,6 @@ app.add_typer(run_app, name="run")
 app.add_typer(score_app, name="score")
 app.add_typer(requests_app, name="requests")
 app.add_typer(validate_app, name="validate")
-_cmbench_cli.register(run_app, score_app, requests_app, validate_app)
-_memory_loop_cli.register(run_app, score_app, requests_app, validate_app)
 
 
 @app.command()
@@ -208,14 +204,14 @@ app.add_typer(sim_app, name="sim")
 
 @sim_app.command("build")
 def sim_build(
-    benchmark: Annotated[str, typer.Argument(help="cmbench or memory_loop.")],
+    benchmark: Annotated[str, typer.Argument(help="A benchmark name (vidmem list benchmarks).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Dataset root to write (official layout).")],
     seed: Annotated[int, typer.Option("--seed", help="Every byte is a function of (seed, n-cases).")] = 0,
     n_cases: Annotated[int | None, typer.Option("--n-cases", min=1, help="Context videos / start images.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a benchmark dataset from the sim world in the benchmark's own format."""
-    from vidmem.sim.build import build
+    from vidmem.runners.sim_build import build
 
     summary = build(benchmark, out_dir, seed=seed, n_cases=n_cases).to_dict()
     if as_json:

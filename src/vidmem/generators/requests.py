@@ -8,11 +8,13 @@ reference images and the prompt that the protocol lets a system see.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from vidmem.errors import UserInputError
+from vidmem.io.jsonl import read_jsonl, write_jsonl
 
 
 @dataclass(frozen=True)
@@ -113,3 +115,61 @@ class GenerationResult:
         data = asdict(self)
         data["extras"] = dict(self.extras)
         return data
+
+
+def write_manifest(requests: Sequence[GenerationRequest], path: str | os.PathLike[str]) -> int:
+    """Write requests as JSON Lines, one ``GenerationRequest.to_dict()`` per line.
+
+    Args:
+        requests: the requests (unique ``request_id``).
+        path: manifest file; its folder is created; written atomically.
+
+    Returns:
+        The number of rows written.
+
+    Raises:
+        UserInputError: an item is not a request, or two share a ``request_id``.
+    """
+    seen: dict[str, int] = {}
+    for k, r in enumerate(requests):
+        if not isinstance(r, GenerationRequest):
+            raise UserInputError(
+                f"write_manifest: item {k} is a {type(r).__name__}, expected a GenerationRequest",
+                hint="build requests with the benchmark's rollouts(dataset, out_dir)",
+            )
+        if r.request_id in seen:
+            raise UserInputError(
+                f"write_manifest: request_id {r.request_id!r} appears twice (items "
+                f"{seen[r.request_id]} and {k})",
+                hint="each request names one output file; make request ids unique",
+            )
+        seen[r.request_id] = k
+    return write_jsonl(path, (r.to_dict() for r in requests))
+
+
+def read_manifest(path: str | os.PathLike[str]) -> list[GenerationRequest]:
+    """Read a manifest written by :func:`write_manifest`.
+
+    Args:
+        path: the JSONL manifest.
+
+    Returns:
+        The requests in file order.
+
+    Raises:
+        UserInputError: missing file, bad JSON, a bad row (naming the line and field) or
+            a duplicate ``request_id``.
+    """
+    out: list[GenerationRequest] = []
+    seen: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        req = GenerationRequest.from_dict(obj, where=f"{path}:{line}")
+        if req.request_id in seen:
+            raise UserInputError(
+                f"{path}:{line}: request_id {req.request_id!r} already on line "
+                f"{seen[req.request_id]}",
+                hint="each request must have its own id",
+            )
+        seen[req.request_id] = line
+        out.append(req)
+    return out

@@ -18,7 +18,7 @@ def _builder(benchmark: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(module), attr)
-    return BENCHMARKS.load(benchmark).build_report
+    return BENCHMARKS.load(benchmark).report
 
 
 def render_run_report(run_dir: str | Path) -> dict[str, Path]:

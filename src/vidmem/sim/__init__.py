@@ -29,5 +29,5 @@ Modules:
   and loop rollouts (:mod:`~vidmem.sim.gen_loop`).
 
 Heavy modules are not imported here; import what you need, e.g.
-``from vidmem.sim.build import build``.
+``from vidmem.runners.sim_build import build``.
 """

@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 from skimage import data, transform
 
-from vidmem.benchmarks.cmbench import benchmark as runner
+from vidmem.benchmarks.cmbench import BENCHMARK as bench
+from vidmem.benchmarks.cmbench.benchmark import is_official
 from vidmem.benchmarks.cmbench.data import load_cmbench
 from vidmem.benchmarks.cmbench.scorer import ScorerConfig
 from vidmem.errors import UserInputError
 from vidmem.io.video import write_video
+from vidmem.runners import benchmark_run as runner
 
 W, H, FPS = 320, 180, 8
 PATCH = (60, 75)  # h, w
@@ -67,11 +69,11 @@ def dataset(tmp_path_factory):
     return root
 
 
-def _score(root, videos, out, cfg=None, **kw):
+def _score(root, videos, out, cfg=None, allow_missing=False, **kw):
     ds = load_cmbench(root / "ds")
     cfg = cfg or ScorerConfig.from_preset("offline")
-    run = runner.open_run(ds, out, cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
-    return runner.score(ds, run, videos, cfg, quiet=True, **kw), run
+    run = runner.open_run(bench, ds, out, cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
+    return runner.score(bench, ds, run, videos, cfg, quiet=True, allow_missing=allow_missing, options=kw), run
 
 
 def test_perfect_memory_scores_high_and_none_scores_zero(dataset, tmp_path):
@@ -113,9 +115,9 @@ def test_rescoring_is_served_from_the_store_and_deterministic(dataset, tmp_path)
     first, _ = _score(dataset, dataset / "perfect", tmp_path / "p")
     ds = load_cmbench(dataset / "ds")
     cfg = ScorerConfig.from_preset("offline")
-    run = runner.open_run(ds, tmp_path / "p", cfg, {"videos": str(dataset / "perfect")},
+    run = runner.open_run(bench, ds, tmp_path / "p", cfg, {"videos": str(dataset / "perfect")},
                           resume=False, overwrite=False, argv=None)
-    again = runner.score(ds, run, dataset / "perfect", cfg, quiet=True)
+    again = runner.score(bench, ds, run, dataset / "perfect", cfg, quiet=True)
     assert again["execution"]["computed"] == 0 and again["execution"]["cached"] == 1
     assert again["score"] == first["score"]
     other, _ = _score(dataset, dataset / "perfect", tmp_path / "p2")
@@ -211,8 +213,8 @@ def test_bad_backend_option_fails_before_any_task(dataset, tmp_path):
 
 
 def test_official_label_needs_the_protocol_backends_and_settings():
-    assert runner._is_official(ScorerConfig.from_preset("official"))
-    assert not runner._is_official(ScorerConfig.from_preset("official", stride=2))
-    assert not runner._is_official(ScorerConfig.from_preset("official", detector_threshold=0.2))
-    assert not runner._is_official(ScorerConfig.from_preset("official", embedder="dinov3/vits16"))
-    assert not runner._is_official(ScorerConfig.from_preset("offline"))
+    assert is_official(ScorerConfig.from_preset("official"))
+    assert not is_official(ScorerConfig.from_preset("official", stride=2))
+    assert not is_official(ScorerConfig.from_preset("official", detector_threshold=0.2))
+    assert not is_official(ScorerConfig.from_preset("official", embedder="dinov3/vits16"))
+    assert not is_official(ScorerConfig.from_preset("offline"))

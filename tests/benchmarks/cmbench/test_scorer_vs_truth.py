@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from vidmem.benchmarks.cmbench import benchmark as runner
+from vidmem.benchmarks.cmbench import BENCHMARK as bench
 from vidmem.benchmarks.cmbench.data import load_cmbench
 from vidmem.benchmarks.cmbench.scorer import ScorerConfig
 from vidmem.io.boxes import box_iou
-from vidmem.sim.build import build
+from vidmem.runners import benchmark_run as runner
+from vidmem.runners.sim_build import build
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +28,10 @@ def runs(tmp_path_factory):
     cfg = ScorerConfig.from_preset("offline")
     out = {}
     for memory in ("perfect", "none"):
-        run = runner.open_run(ds, root / memory, cfg, {"generator": memory}, resume=False, overwrite=False, argv=None)
-        gen = runner.generate(ds, run, "sim", {"memory": memory}, quiet=True)
+        run = runner.open_run(bench, ds, root / memory, cfg, {"generator": memory}, resume=False, overwrite=False, argv=None)
+        gen = runner.generate(bench, ds, run, "sim", {"memory": memory}, quiet=True)
         assert gen["summary"]["errors"] == 0
-        runner.score(ds, run, gen["dir"], cfg, quiet=True)
+        runner.score(bench, ds, run, gen["dir"], cfg, quiet=True)
         out[memory] = run
     return root, ds, out
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from skimage import data, transform
 
-from vidmem.benchmarks.memory_loop import benchmark as runner
+from vidmem.benchmarks.memory_loop import BENCHMARK as bench
 from vidmem.benchmarks.memory_loop import scorer as mls
 from vidmem.benchmarks.memory_loop.data import load_memory_loop
 from vidmem.benchmarks.memory_loop.requests import pose_source
@@ -27,6 +27,7 @@ from vidmem.metrics.fidelity import pair_fidelity
 from vidmem.metrics.loop_paths import LOOPS, offsets_c2w, planned_c2w
 from vidmem.metrics.revisit import planned_pairs, revisit_pairs
 from vidmem.models.loading import load_backend
+from vidmem.runners import benchmark_run as runner
 from vidmem.runners.store import RunDir
 
 W, H, FPS, N = 96, 64, 8, 64
@@ -85,8 +86,8 @@ def dataset(tmp_path_factory):
 def _score(root, videos, out, cfg=None, **kw):
     ds = load_memory_loop(root / "ds")
     cfg = cfg or ScorerConfig.from_preset("offline")
-    run = runner.open_run(ds, out, cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
-    return runner.score(ds, run, videos, cfg, quiet=True, **kw), run
+    run = runner.open_run(bench, ds, out, cfg, {"videos": str(videos)}, resume=False, overwrite=False, argv=None)
+    return runner.score(bench, ds, run, videos, cfg, quiet=True, **kw), run
 
 
 def _responses(run):
@@ -255,7 +256,7 @@ def test_official_path_with_tiny_random_dinov2(dataset, tmp_path):
     assert vec.shape[0] == 3 and vec.shape[1] > 0
     assert np.allclose(np.linalg.norm(vec, axis=1), 1.0, atol=1e-5)
     first, run = _score(dataset, dataset / "measured", tmp_path / "a", cfg)
-    runner.record_backends(run, cfg)
+    runner.record_backends(bench, run, cfg)
     second, _ = _score(dataset, dataset / "measured", tmp_path / "b", cfg)
     assert first["official"] and first["official_backends"] and first["protocol_defaults"]
     assert first["overall"] == second["overall"]  # deterministic

@@ -34,10 +34,11 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from vidmem.benchmarks.memory_loop import benchmark as runner
+from vidmem.benchmarks.memory_loop import BENCHMARK as bench
 from vidmem.benchmarks.memory_loop.data import generation_requests, load_memory_loop
 from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
-from vidmem.sim.build import build
+from vidmem.runners import benchmark_run as runner
+from vidmem.runners.sim_build import build
 from vidmem.sim.generator import SimGenerator
 
 SECONDS, FPS, W, H = 60.0, 4.0, 160, 90
@@ -58,9 +59,9 @@ def runs(tmp_path_factory):
         for req in generation_requests(ds, videos):
             res = gen.generate(dataclasses.replace(req, width=W, height=H))
             assert res.status == "ok", res.error
-        run = runner.open_run(ds, base / f"run_{memory.replace(':', '_')}", cfg, {"videos": str(videos)},
+        run = runner.open_run(bench, ds, base / f"run_{memory.replace(':', '_')}", cfg, {"videos": str(videos)},
                               resume=False, overwrite=False, argv=None)
-        result = runner.score(ds, run, videos, cfg, quiet=True)
+        result = runner.score(bench, ds, run, videos, cfg, quiet=True)
         with run.items() as store:
             resps = {s.item_id: s.response for s in store.iter_items(kind="score", status="done")}
         truth = {cid: json.loads((videos / f"{cid}.mp4.truth.json").read_text())["frames"]

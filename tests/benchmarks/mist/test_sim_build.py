@@ -8,7 +8,7 @@ import json
 import pytest
 
 from vidmem.benchmarks.mist.sim_build import CLEAN_PROMPTS, FAMILIES, audit_card, card_prompts
-from vidmem.sim.build import build
+from vidmem.runners.sim_build import build
 
 CARD_KEYS = {"case_id", "family", "family_name", "actor", "objects", "containers", "operations",
              "reveal", "target", "shots", "reveal_prompts", "task_record", "audit"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vidmem.errors import UserInputError
-from vidmem.sim.build import build
+from vidmem.runners.sim_build import build
 from vidmem.sim.story_compile import CLOSE, OPEN, compile_story, name_anchored
 from vidmem.sim.story_grammar import name_kind, parse_appearance, parse_mentions
 

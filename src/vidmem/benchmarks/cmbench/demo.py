@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vidmem.benchmarks.cmbench import benchmark as runner
+from vidmem.benchmarks.cmbench import BENCHMARK as bench
 from vidmem.benchmarks.cmbench.data import load_cmbench
 from vidmem.benchmarks.cmbench.scorer import ScorerConfig
+from vidmem.runners import benchmark_run as runner
 
 N_CASES = 3  # context videos; two tasks each
 SEED = 0
@@ -30,7 +31,7 @@ def config() -> dict[str, Any]:
 def run_cmbench_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
     """Build, generate, score; return per-memory summaries and the per-task comparison."""
     from vidmem.runners.reporting import render_run_report
-    from vidmem.sim.build import build
+    from vidmem.runners.sim_build import build
 
     data = base / "data"
     if not (data / "metadata.jsonl").is_file():
@@ -40,11 +41,11 @@ def run_cmbench_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED}
-        run = runner.open_run(ds, base / memory, cfg, {"generator": {"name": "sim", "options": options}},
+        run = runner.open_run(bench, ds, base / memory, cfg, {"generator": {"name": "sim", "options": options}},
                               resume=True, overwrite=False, argv=None)
-        gen = runner.generate(ds, run, "sim", options, quiet=quiet)
-        summary = runner.score(ds, run, gen["dir"], cfg, quiet=quiet)
-        runner.record_backends(run, cfg)
+        gen = runner.generate(bench, ds, run, "sim", options, quiet=quiet)
+        summary = runner.score(bench, ds, run, gen["dir"], cfg, quiet=quiet)
+        runner.record_backends(bench, run, cfg)
         summary["report"] = str(render_run_report(run.path)["html"])
         summary["per_task"] = {r["task_id"]: r["score"] for r in run.scores()}
         results[memory] = summary

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from vidmem.benchmarks.cmbench.schema import BENCHMARK, CMBenchDataset
-from vidmem.benchmarks.jsonl_dataset import VideoFolderScan, _is_int, _is_number, scan_video_folder
+from vidmem.benchmarks.jsonl_dataset import VideoFolderScan, scan_video_folder
 from vidmem.errors import UserInputError
-from vidmem.generators.requests import GenerationRequest
-from vidmem.io.jsonl import read_jsonl, write_jsonl
+from vidmem.generators.requests import GenerationRequest, read_manifest, write_manifest
+from vidmem.io.jsonl import read_jsonl
 from vidmem.metrics.kv_log import KVLog, parse_kv_log
 from vidmem.metrics.kv_pruning import KVLogError
+from vidmem.values import is_int, is_number
 
 __all__ = [
     "ContinuationScan",
@@ -37,7 +37,7 @@ _KV_FORMAT_HINT = "see docs/kv_log_format.md for the row format"
 def _optional_positive(name: str, value: object) -> float | None:
     if value is None:
         return None
-    number = float(value) if _is_number(value) else math.nan  # type: ignore[arg-type]
+    number = float(value) if is_number(value) else math.nan  # type: ignore[arg-type]
     if not (math.isfinite(number) and number > 0):
         raise UserInputError(
             f"continuation_requests: {name} must be a positive number or None, found {value!r}",
@@ -82,7 +82,7 @@ def continuation_requests(
         )
     rate = _optional_positive("fps", fps)
     duration = _optional_positive("duration_seconds", duration_seconds)
-    if not _is_int(seed):
+    if not is_int(seed):
         raise UserInputError(
             f"continuation_requests: seed must be an int, found {seed!r}", hint="pass e.g. seed=0"
         )
@@ -100,64 +100,6 @@ def continuation_requests(
         )
         for t in ds.tasks
     ]
-
-
-def write_manifest(requests: Sequence[GenerationRequest], path: str | os.PathLike[str]) -> int:
-    """Write requests as JSON Lines, one ``GenerationRequest.to_dict()`` per line.
-
-    Args:
-        requests: the requests (unique ``request_id``).
-        path: manifest file; its folder is created; written atomically.
-
-    Returns:
-        The number of rows written.
-
-    Raises:
-        UserInputError: an item is not a request, or two share a ``request_id``.
-    """
-    seen: dict[str, int] = {}
-    for k, r in enumerate(requests):
-        if not isinstance(r, GenerationRequest):
-            raise UserInputError(
-                f"write_manifest: item {k} is a {type(r).__name__}, expected a GenerationRequest",
-                hint="build requests with continuation_requests(ds, out_dir)",
-            )
-        if r.request_id in seen:
-            raise UserInputError(
-                f"write_manifest: request_id {r.request_id!r} appears twice (items "
-                f"{seen[r.request_id]} and {k})",
-                hint="each request names one output file; make request ids unique",
-            )
-        seen[r.request_id] = k
-    return write_jsonl(path, (r.to_dict() for r in requests))
-
-
-def read_manifest(path: str | os.PathLike[str]) -> list[GenerationRequest]:
-    """Read a manifest written by :func:`write_manifest`.
-
-    Args:
-        path: the JSONL manifest.
-
-    Returns:
-        The requests in file order.
-
-    Raises:
-        UserInputError: missing file, bad JSON, a bad row (naming the line and field) or
-            a duplicate ``request_id``.
-    """
-    out: list[GenerationRequest] = []
-    seen: dict[str, int] = {}
-    for line, obj in read_jsonl(path):
-        req = GenerationRequest.from_dict(obj, where=f"{path}:{line}")
-        if req.request_id in seen:
-            raise UserInputError(
-                f"{path}:{line}: request_id {req.request_id!r} already on line "
-                f"{seen[req.request_id]}",
-                hint="each request must have its own id",
-            )
-        seen[req.request_id] = line
-        out.append(req)
-    return out
 
 
 @dataclass(frozen=True)

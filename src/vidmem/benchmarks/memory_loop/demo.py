@@ -13,9 +13,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from vidmem.benchmarks.memory_loop import benchmark as runner
+from vidmem.benchmarks.memory_loop import BENCHMARK as bench
 from vidmem.benchmarks.memory_loop.data import load_memory_loop
 from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
+from vidmem.runners import benchmark_run as runner
 
 N_IMAGES = 1
 SEED = 0
@@ -39,7 +40,7 @@ def _true_t_half(memory: str) -> float | None:
 
 def run_memory_loop_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
     from vidmem.runners.reporting import render_run_report
-    from vidmem.sim.build import build
+    from vidmem.runners.sim_build import build
 
     data = base / "data"
     if not (data / "cases.jsonl").is_file():
@@ -50,12 +51,12 @@ def run_memory_loop_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED, "duration_seconds": DURATION_SECONDS,
                    "fps": FPS}
-        run = runner.open_run(ds, base / memory.replace(":", "-"), cfg,
+        run = runner.open_run(bench, ds, base / memory.replace(":", "-"), cfg,
                               {"generator": {"name": "sim", "options": options}},
                               resume=True, overwrite=False, argv=None)
-        gen = runner.generate(ds, run, "sim", options, quiet=quiet)
-        summary = runner.score(ds, run, gen["dir"], cfg, quiet=quiet)
-        runner.record_backends(run, cfg)
+        gen = runner.generate(bench, ds, run, "sim", options, quiet=quiet)
+        summary = runner.score(bench, ds, run, gen["dir"], cfg, quiet=quiet)
+        runner.record_backends(bench, run, cfg)
         overall = summary["overall"]
         out[memory] = {
             "fidelity": overall["sample_fidelity"],

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from vidmem.benchmarks.cmbench.requests import read_manifest, write_manifest
-from vidmem.benchmarks.jsonl_dataset import VideoFolderScan, _is_int, scan_video_folder
+from vidmem.benchmarks.jsonl_dataset import VideoFolderScan, scan_video_folder
 from vidmem.benchmarks.memory_loop.schema import BENCHMARK, MemoryLoopCase, MemoryLoopDataset
 from vidmem.errors import UserInputError
-from vidmem.generators.requests import GenerationRequest
+from vidmem.generators.requests import GenerationRequest, read_manifest, write_manifest
 from vidmem.io.video import VideoInfo
+from vidmem.values import is_int
 
 __all__ = [
     "POSES_SUFFIX",
@@ -61,7 +61,7 @@ def generation_requests(ds: MemoryLoopDataset, out_dir: str | os.PathLike[str], 
         raise UserInputError(f"generation_requests: out_dir must be a path, found "
                              f"{type(out_dir).__name__}",
                              hint="pass the folder where the generator writes <case_id>.mp4")
-    if not _is_int(seed):
+    if not is_int(seed):
         raise UserInputError(f"generation_requests: seed must be an int, found {seed!r}",
                              hint="pass e.g. seed=0")
     out = Path(out_dir).expanduser().absolute()

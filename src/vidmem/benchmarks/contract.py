@@ -1,0 +1,247 @@
+"""The contract every benchmark folder implements, and the records it shares.
+
+A benchmark is plain data in, plain data out, like an lm-evaluation-harness task or an
+inspect_ai Task: it loads and validates its dataset, says which videos must be generated
+(:class:`Rollout`), says what must be scored (:class:`ScoreItem`), scores one item with
+loaded backends, builds one row per dataset item, and aggregates the rows with pure
+functions. Everything else -- the run store, resume, caching, worker processes,
+progress, ``run.json``, ``scores.jsonl``, ``summary.json``, the report and the CLI -- is
+done once for all benchmarks by :mod:`vidmem.runners.benchmark_run` and
+:mod:`vidmem.cli.benchmark_commands`.
+
+Adding a benchmark is one folder that subclasses :class:`Benchmark` and exposes an
+instance as ``BENCHMARK``, plus one catalog line pointing at it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from vidmem.benchmarks.jsonl_dataset import Problem, RowValidationReport, VideoFolderScan
+from vidmem.generators.requests import GenerationRequest
+from vidmem.runners.benchmark_run import Outcome
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from vidmem.report import Report
+    from vidmem.runners.item_rows import StoredItem
+    from vidmem.runners.store import RunDir
+    from vidmem.sim.build import BuildSummary
+
+__all__ = [
+    "Benchmark",
+    "CliOption",
+    "Outcome",
+    "Problem",
+    "Rollout",
+    "RowValidationReport",
+    "ScoreItem",
+    "ValidationReport",
+    "VideoFolderScan",
+]
+
+
+class ValidationReport(Protocol):
+    """What ``validate`` returns: every problem at once, by item and field."""
+
+    @property
+    def problems(self) -> tuple[Problem, ...]: ...
+    @property
+    def errors(self) -> tuple[Problem, ...]: ...
+    @property
+    def warnings(self) -> tuple[Problem, ...]: ...
+    @property
+    def ok(self) -> bool: ...
+    def format(self, limit: int | None = None) -> str: ...
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """One benchmark-specific command-line option (the CLI turns it into a typer option).
+
+    Attributes:
+        name: the keyword it is passed under (``stride``).
+        flags: its spellings (``("--stride",)``).
+        type: the Python type (``int``, ``float | None``, ``Path | None``, ``list[str] | None``,
+            ``bool`` for a flag).
+        default: the default value.
+        help: one line for ``--help``.
+        envvar: an environment variable that supplies it, if any.
+        min: the smallest accepted value of a number, if any.
+    """
+
+    name: str
+    flags: tuple[str, ...]
+    type: Any
+    default: Any
+    help: str
+    envvar: str | None = None
+    min: float | None = None
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One video to generate, as plain data keyed by content.
+
+    Attributes:
+        request: what the generator is asked for (its ``out_path`` names the video).
+        inputs: hashes of the input files (context video, start image ...), so that a
+            changed input regenerates.
+    """
+
+    request: GenerationRequest
+    inputs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScoreItem:
+    """One unit of scoring work, as plain data.
+
+    Attributes:
+        item_id: the dataset item it scores (a CMBench task id, a loop case id).
+        request: everything :meth:`Benchmark.score_item` needs (paths, file hashes,
+            scorer settings, weights fingerprints); its content is the store key, so an
+            unchanged item is never scored twice.
+    """
+
+    item_id: str
+    request: Mapping[str, Any]
+
+
+class Benchmark(ABC):
+    """One benchmark. Subclasses set the class attributes and implement the methods.
+
+    Class attributes:
+        name: the one spelling (folder, registry key, CLI argument, run log).
+        version: bumped whenever a stored result would change.
+        title: the display name (``CMBench``).
+        item_word: what one dataset item is called (``task``, ``case``).
+        outputs_word: what the generated videos are called (``continuations``, ``videos``).
+        outputs_flag: the ``vidmem requests`` option that names where they go.
+        root_help: help for ``--root``.
+        videos_help: help for ``--videos`` of ``vidmem score``.
+        allow_missing_help: what ``--allow-missing`` does for this benchmark.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    title: ClassVar[str]
+    item_word: ClassVar[str]
+    outputs_word: ClassVar[str] = "videos"
+    outputs_flag: ClassVar[str] = "--videos"
+    root_help: ClassVar[str] = "Dataset root in the benchmark's official layout."
+    videos_help: ClassVar[str] = "Folder holding one <id>.mp4 per item."
+    allow_missing_help: ClassVar[str] = "Score the items that have a video; list the others as missing."
+    #: options of ``vidmem validate``, ``vidmem requests``, and of ``score``/``run``
+    validate_options: ClassVar[Sequence[CliOption]] = ()
+    requests_options: ClassVar[Sequence[CliOption]] = ()
+    scorer_options: ClassVar[Sequence[CliOption]] = ()
+    #: options of ``score``/``run`` that are not part of the scorer's identity
+    score_options: ClassVar[Sequence[CliOption]] = ()
+
+    # ------------------------------------------------------------------ dataset
+
+    @abstractmethod
+    def load(self, root: str | Path) -> Any:
+        """Load and validate the dataset; raise a :class:`~vidmem.errors.UserInputError`
+        listing the problems when it is unusable."""
+
+    @abstractmethod
+    def validate(self, root: str | Path, **options: Any) -> ValidationReport:
+        """Every problem of the dataset at ``root`` at once (``validate_options`` as keywords)."""
+
+    @abstractmethod
+    def items(self, dataset: Any) -> Sequence[Any]:
+        """The dataset's items (tasks, cases), in dataset order."""
+
+    @abstractmethod
+    def item_id(self, item: Any) -> str:
+        """The id of one item."""
+
+    def validation_summary(self, report: Any) -> str:
+        """The line printed when validation found nothing."""
+        return "no problems found"
+
+    # ------------------------------------------------------------------ generation
+
+    @abstractmethod
+    def rollouts(self, dataset: Any, out_dir: Path, **options: Any) -> list[Rollout]:
+        """The generation work: one rollout per video, writing under ``out_dir``."""
+
+    @abstractmethod
+    def find_outputs(self, dataset: Any, videos: str | Path) -> VideoFolderScan:
+        """Which items have a usable video in ``videos`` (and why the others do not)."""
+
+    # ------------------------------------------------------------------ scoring
+
+    @abstractmethod
+    def scorer_config(self, **options: Any) -> Any:
+        """The scorer configuration from the ``scorer_options`` (a frozen value with
+        ``to_dict()``); checked here, before any run directory exists."""
+
+    @abstractmethod
+    def config_from_dict(self, data: Mapping[str, Any]) -> Any:
+        """The scorer configuration back from its ``to_dict()`` (how workers receive it)."""
+
+    @abstractmethod
+    def score_items(self, dataset: Any, scan: VideoFolderScan, config: Any,
+                    run_dir: Path) -> list[ScoreItem]:
+        """The scoring work for the items that have a video."""
+
+    @abstractmethod
+    def load_backends(self, config: Any) -> Any:
+        """Load the scorer's models for ``config`` (called once per process and config)."""
+
+    @abstractmethod
+    def score_item(self, request: Mapping[str, Any], backends: Any) -> dict[str, Any]:
+        """Score one item: ``{"response": full result, "score": the row's numbers}``."""
+
+    @abstractmethod
+    def row(self, item: Any, stored: StoredItem | None, status: str) -> dict[str, Any]:
+        """The ``scores.jsonl`` row of one item; ``status`` is ``scored``, ``missing`` or
+        ``error`` and ``stored`` the stored result (``None`` when there is none)."""
+
+    @abstractmethod
+    def aggregate(self, rows: list[dict[str, Any]], config: Any, outcome: Outcome) -> dict[str, Any]:
+        """The run's summary from its rows (pure: no models, no files)."""
+
+    def summary_extras(self, rows: list[dict[str, Any]], options: Mapping[str, Any]) -> dict[str, Any]:
+        """Summary blocks that read side inputs named by ``score_options`` (a log file)."""
+        return {}
+
+    @abstractmethod
+    def protocol(self, config: Any) -> dict[str, Any]:
+        """Every protocol choice, written into ``run.json``."""
+
+    @abstractmethod
+    def run_config(self, dataset: Any, config: Any) -> dict[str, Any]:
+        """What identifies the run besides the protocol (dataset root and hash, scorer)."""
+
+    def seeds(self, config: Any) -> dict[str, int]:
+        """The seeds written into ``run.json``."""
+        return {}
+
+    def backend_infos(self, backends: Any) -> dict[str, Any]:
+        """The loaded backends' ``info()`` by role, for ``run.json``."""
+        return {}
+
+    # ------------------------------------------------------------------ output
+
+    @abstractmethod
+    def print_summary(self, console: Console, summary: Mapping[str, Any], run: RunDir) -> None:
+        """Print the headline numbers."""
+
+    @abstractmethod
+    def report(self, run: RunDir) -> Report:
+        """The run's report, built from the run directory only."""
+
+    def sim_build(self, out: Path, *, seed: int, n_cases: int | None) -> BuildSummary:
+        """Write a dataset in this benchmark's layout from the sim world."""
+        from vidmem.errors import UserInputError
+
+        raise UserInputError(f"{self.name} has no sim dataset builder")

@@ -1,0 +1,147 @@
+"""`vidmem validate|requests|score|run <benchmark>`, built from the benchmark's contract.
+
+Each registered benchmark gets the same four commands: the generic options (``--root``,
+``--out``, ``--workers`` ...) are declared here once, the benchmark's own ones come
+from its :class:`~vidmem.benchmarks.contract.CliOption` declarations. Commands are made
+when first asked for, so a benchmark registered by a plugin (or a test) gets them too.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vidmem.cli.common import console, print_json
+
+VERBS = ("validate", "requests", "score", "run")
+
+
+def _param(name: str, annotation: Any, default: Any, *flags: str, help: str,
+           envvar: str | None = None, min: float | None = None) -> inspect.Parameter:
+    kwargs: dict[str, Any] = {"help": help}
+    if envvar:
+        kwargs["envvar"] = envvar
+    if min is not None:
+        kwargs["min"] = min
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                             annotation=Annotated[annotation, typer.Option(*flags, **kwargs)],
+                             default=... if default is inspect.Parameter.empty else default)
+
+
+def _declared(options: Sequence[Any]) -> list[inspect.Parameter]:
+    return [_param(o.name, o.type, o.default, *o.flags, help=o.help, envvar=o.envvar, min=o.min)
+            for o in options]
+
+
+def _command(fn: Callable[..., None], params: list[inspect.Parameter], doc: str) -> Any:
+    """A click command calling ``fn(**values)`` with the options ``params``."""
+
+    def command(**values: Any) -> None:
+        fn(**values)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = doc
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(command)
+    return typer.main.get_command(app)
+
+
+def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
+    params = [
+        _param("root", Path, inspect.Parameter.empty, "--root", help=bench.root_help),
+        _param("out", Path, inspect.Parameter.empty, "--out", help="Run directory to write."),
+    ]
+    if videos:
+        params.append(_param("videos", Path, inspect.Parameter.empty, "--videos", help=bench.videos_help))
+    else:
+        params += [
+            _param("generator", str, inspect.Parameter.empty, "--generator",
+                   help="sim, command, or package.module:Class."),
+            _param("generator_opt", list[str] | None, None, "--generator-opt",
+                   help="key=value for the generator, e.g. memory=decay:20."),
+        ]
+    return params + _declared(bench.scorer_options) + _declared(bench.score_options) + [
+        _param("allow_missing", bool, False, "--allow-missing", help=bench.allow_missing_help),
+        _param("workers", int, 1, "--workers", help="Worker processes.", min=1),
+        _param("resume", bool, False, "--resume", help="Continue an interrupted run."),
+        _param("overwrite", bool, False, "--overwrite", help="Replace an existing run directory."),
+        _param("quiet", bool, False, "--quiet", "-q", help="No progress bars or tables."),
+        _param("as_json", bool, False, "--json", help="Print machine-readable JSON only."),
+    ]
+
+
+def make_command(verb: str, bench: Any) -> Any:
+    """The click command of ``vidmem VERB <bench.name>``."""
+    if verb == "validate":
+        return _validate_command(bench)
+    if verb == "requests":
+        return _requests_command(bench)
+    videos = verb == "score"
+
+    def score_or_run(**values: Any) -> None:
+        from vidmem.generators.loading import parse_options
+        from vidmem.runners.benchmark_run import print_result, run_benchmark
+
+        scorer_names = [o.name for o in bench.scorer_options]
+        config = bench.scorer_config(**{k: values[k] for k in scorer_names})
+        options = {o.name: values[o.name] for o in bench.score_options}
+        gen = None if videos else (values["generator"], parse_options(values["generator_opt"]))
+        quiet = values["quiet"] or values["as_json"]
+        result, run = run_benchmark(
+            bench, bench.load(values["root"]), videos=values.get("videos"), out=values["out"],
+            gen=gen, config=config, allow_missing=values["allow_missing"],
+            workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
+            quiet=quiet, options=options)
+        if values["as_json"]:
+            print_json(result)
+        elif not quiet:
+            print_result(bench, console, result, run)
+
+    doc = (f"Score {bench.title} {bench.outputs_word} generated elsewhere (bring your own videos)."
+           if videos else
+           f"Generate every {bench.title} {bench.item_word}'s video with a generator adapter, then score it.")
+    return _command(score_or_run, _shared(bench, videos=videos), doc)
+
+
+def _validate_command(bench: Any) -> Any:
+    def validate(root: Path, as_json: bool, **options: Any) -> None:
+        report = bench.validate(root, **options)
+        if as_json:
+            print_json({"ok": report.ok,
+                        "problems": [p.__dict__ for p in (*report.errors, *report.warnings)]})
+        else:
+            console.print(report.format(limit=1000) if report.problems else
+                          bench.validation_summary(report), highlight=False)
+        if not report.ok:
+            raise typer.Exit(1)
+
+    params = [_param("root", Path, inspect.Parameter.empty, "--root", help=bench.root_help),
+              *_declared(bench.validate_options),
+              _param("as_json", bool, False, "--json", help="Print machine-readable JSON only.")]
+    return _command(validate, params,
+                    f"List every problem of a {bench.title} dataset at once (exit 1 if any error).")
+
+
+def _requests_command(bench: Any) -> Any:
+    def requests(root: Path, out: Path, outputs: Path, **options: Any) -> None:
+        from vidmem.runners.benchmark_run import write_requests
+
+        n = write_requests(bench, root, out, outputs.resolve(), **options)
+        console.print(f"{n} requests -> {out}; then: vidmem score {bench.name} --root {root} "
+                      f"--videos {outputs} --out RUN", highlight=False)
+
+    params = [
+        _param("root", Path, inspect.Parameter.empty, "--root", help=bench.root_help),
+        _param("out", Path, inspect.Parameter.empty, "--out",
+               help=f"Manifest to write (JSONL, one request per {bench.item_word})."),
+        _param("outputs", Path, Path(bench.outputs_word), bench.outputs_flag,
+               help=f"Where generators must write <{bench.item_word}_id>.mp4."),
+        *_declared(bench.requests_options),
+    ]
+    return _command(requests, params,
+                    f"Write one generation request per {bench.item_word}, for any generator to fill.")

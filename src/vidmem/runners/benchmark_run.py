@@ -1,0 +1,225 @@
+"""The generic runner: generate and/or score any benchmark into a run directory.
+
+It knows no benchmark by name. A benchmark (see :mod:`vidmem.benchmarks.contract`) says
+what to generate and what to score as plain data; this module turns that into stored,
+resumable work items, runs them (in-process or in a worker pool), builds one row per
+dataset item, writes ``scores.jsonl``, ``summary.json`` and ``run.json``, and renders
+the report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidmem.errors import UserInputError
+from vidmem.runners import generation
+from vidmem.runners.execute import WorkItem, execute
+from vidmem.runners.store import RunDir, RunManifest
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from vidmem.benchmarks.contract import Benchmark
+
+__all__ = ["SUMMARY_JSON", "Outcome", "generate", "open_run", "run_benchmark", "score",
+           "write_requests"]
+
+SUMMARY_JSON = "summary.json"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the scoring of a run went, handed to the benchmark's ``aggregate``.
+
+    Attributes:
+        n_items: dataset items (tasks, cases).
+        missing: ids of items whose video was missing (scored only with ``allow_missing``).
+        missing_reasons: why each missing video was not usable.
+        errors: ``(item_id, first line of the error)`` for every item that failed to score.
+        execution: the executor's counts (done, cached, errors ...).
+    """
+
+    n_items: int
+    missing: tuple[str, ...]
+    missing_reasons: Mapping[str, str]
+    errors: tuple[tuple[str, str], ...]
+    execution: Mapping[str, int]
+
+
+# ----------------------------------------------------------------------------- workers
+
+
+#: loaded backends by (benchmark name, scorer configuration), one load per process:
+#: worker processes keep their models across items.
+_BACKENDS: dict[tuple[str, str], Any] = {}
+
+
+def _backends(bench: Benchmark, config_json: str) -> Any:
+    key = (bench.name, config_json)
+    if key not in _BACKENDS:
+        _BACKENDS[key] = bench.load_backends(bench.config_from_dict(json.loads(config_json)))
+    return _BACKENDS[key]
+
+
+def _config_json(config: Any) -> str:
+    return json.dumps(config.to_dict(), sort_keys=True)
+
+
+def _score_work(bench: Benchmark, item: WorkItem) -> dict[str, Any]:
+    backends = _backends(bench, json.dumps(item.request["scorer"], sort_keys=True))
+    return bench.score_item(item.request, backends)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def write_requests(bench: Benchmark, root: str | Path, manifest: str | Path,
+                   outputs: str | Path, **options: Any) -> int:
+    """Write one generation request per rollout to ``manifest`` (JSONL); return the count."""
+    from vidmem.io.jsonl import write_jsonl
+
+    ds = bench.load(root)
+    rollouts = bench.rollouts(ds, Path(outputs), **options)
+    return write_jsonl(manifest, [r.request.to_dict() for r in rollouts])
+
+
+def open_run(bench: Benchmark, ds: Any, out: str | Path, config: Any, extra: Mapping[str, Any], *,
+             resume: bool, overwrite: bool, argv: list[str] | None) -> RunDir:
+    """Create (or reopen with ``resume``) the run directory ``out``."""
+    manifest = RunManifest(
+        benchmark=bench.name, benchmark_version=bench.version,
+        config={**bench.run_config(ds, config), **extra}, seeds=bench.seeds(config),
+        protocol=bench.protocol(config), **({"command": argv} if argv else {}),
+    )
+    return RunDir.create(out, manifest, resume=resume, overwrite=overwrite)
+
+
+def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: dict[str, Any], *,
+             workers: int = 1, quiet: bool = False, **rollout_options: Any) -> dict[str, Any]:
+    """Generate every rollout's video into ``RUN/<outputs_word>`` (resumable)."""
+    out_dir = run.path / bench.outputs_word
+    items = [generation.make_item(r.request, generator, options, dict(r.inputs))
+             for r in bench.rollouts(ds, out_dir, **rollout_options)]
+    with run.items() as store:
+        summary = generation.run_generation(store, items, workers=workers, quiet=quiet)
+    return {"dir": out_dir, "summary": summary.as_counts(), "errors": list(summary.error_samples)}
+
+
+def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
+          allow_missing: bool = False, workers: int = 1, quiet: bool = False,
+          options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Score every item's video in ``videos`` into ``run``; write and return the summary."""
+    scan = bench.find_outputs(ds, videos)
+    if scan.missing and not allow_missing:
+        scan.raise_if_missing()
+    items = [WorkItem.make(s.item_id, "score", dict(s.request))
+             for s in bench.score_items(ds, scan, config, run.path)]
+    with run.items() as store:
+        if any(item.key not in store.done_keys() for item in items):
+            # Load the backends here first: a bad option or missing weights is one clear
+            # error now, not the same error stored once per item.
+            _backends(bench, _config_json(config))
+        summary = execute(store, items, partial(_score_work, bench), workers=workers,
+                          progress=not quiet, quiet=quiet)
+        keys = {i.key for i in items}
+        stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in keys}
+    rows = []
+    for item in bench.items(ds):
+        item_id = bench.item_id(item)
+        s = stored.get(item_id)
+        if s is not None and s.status == "done":
+            status = "scored"
+        else:
+            status = "missing" if item_id in scan.missing else "error"
+        rows.append(bench.row(item, s, status))
+    run.write_scores(rows)
+    errors = tuple((s.item_id, (s.error or "").splitlines()[0] if s.error else "")
+                   for s in stored.values() if s.status == "error")
+    outcome = Outcome(n_items=len(rows), missing=tuple(scan.missing),
+                      missing_reasons=dict(scan.reasons), errors=errors,
+                      execution=summary.as_counts())
+    result = bench.aggregate(rows, config, outcome)
+    result.update(bench.summary_extras(rows, dict(options or {})))
+    (run.path / SUMMARY_JSON).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    run.set_counts({**summary.as_counts(), f"{bench.item_word}s": len(rows),
+                    "missing": len(scan.missing)})
+    run.set_status("complete" if summary.ok else "failed")
+    return result
+
+
+def record_backends(bench: Benchmark, run: RunDir, config: Any) -> None:
+    """Write the loaded backends' names, weights and hashes into run.json (if loaded)."""
+    backends = _BACKENDS.get((bench.name, _config_json(config)))
+    if backends is not None:
+        run.set_backends(bench.backend_infos(backends))
+
+
+def run_benchmark(
+    bench: Benchmark,
+    ds: Any,
+    *,
+    videos: Path | None,
+    out: Path,
+    gen: tuple[str, dict[str, Any]] | None,
+    config: Any,
+    allow_missing: bool,
+    workers: int,
+    resume: bool,
+    overwrite: bool,
+    quiet: bool,
+    options: Mapping[str, Any] | None = None,
+    argv: list[str] | None = None,
+) -> tuple[dict[str, Any], RunDir]:
+    """Score ``videos`` (``gen`` is None) or generate them with ``gen`` and score them.
+
+    Missing videos are refused before a run directory exists, so a retry needs no
+    ``--resume``; failed generations are refused unless ``allow_missing``.
+
+    Returns:
+        The summary (with the report's paths under ``report``) and the run directory.
+
+    Raises:
+        UserInputError: videos missing, or generation failed (without ``allow_missing``).
+    """
+    from vidmem.runners.reporting import render_run_report
+
+    extra: dict[str, Any] = {"allow_missing": allow_missing}
+    if gen:
+        extra["generator"] = {"name": gen[0], "options": gen[1]}
+    else:
+        videos = Path(videos).resolve()  # type: ignore[arg-type]
+        extra["videos"] = str(videos)
+        if not allow_missing:
+            scan = bench.find_outputs(ds, videos)
+            if scan.missing:
+                scan.raise_if_missing()
+    run = open_run(bench, ds, out, config, extra, resume=resume, overwrite=overwrite,
+                   argv=sys.argv if argv is None else argv)
+    if gen:
+        g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet)
+        videos = g["dir"]
+        if g["summary"]["errors"] and not allow_missing:
+            first = g["errors"][0] if g["errors"] else ("?", "?")
+            raise UserInputError(
+                f"{g['summary']['errors']} {bench.outputs_word} failed to generate; "
+                f"first: {first[0]}: {first[1]}",
+                hint="fix the generator and rerun with --resume, or pass --allow-missing: "
+                + bench.allow_missing_help)
+    result = score(bench, ds, run, videos, config, allow_missing=allow_missing,  # type: ignore[arg-type]
+                   workers=workers, quiet=quiet, options=options)
+    record_backends(bench, run, config)
+    result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
+    return result, run
+
+
+def print_result(bench: Benchmark, console: Console, result: Mapping[str, Any], run: RunDir) -> None:
+    """The benchmark's summary, then where the report is."""
+    bench.print_summary(console, result, run)
+    console.print(f"report: {result['report']['html']}", highlight=False)
+
