@@ -1,0 +1,93 @@
+"""A benchmark defined only in this folder runs through the ordinary CLI, touching no file
+under src/: validate, run (command generator), score (bring your own videos), report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vidmem.cli import main
+from vidmem.io.video import write_video
+from vidmem.registry import BENCHMARKS
+
+HERE = Path(__file__).parent
+COLOURS = {"red": [200, 30, 30], "teal": [20, 160, 150], "grey": [128, 128, 128]}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toy_registered():
+    sys.path.insert(0, str(HERE))
+    BENCHMARKS.add("toy", "toy_benchmark:BENCHMARK", "a test-only benchmark")
+    yield
+    BENCHMARKS._entries.pop("toy")
+    sys.path.remove(str(HERE))
+
+
+@pytest.fixture()
+def root(tmp_path):
+    root = tmp_path / "toy"
+    root.mkdir()
+    (root / "items.jsonl").write_text("".join(json.dumps({"id": k, "rgb": v}) + "\n" for k, v in COLOURS.items()))
+    return root
+
+
+def _cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_validate_reports_a_bad_row_and_exits_1(root, capsys):
+    assert _cli(capsys, "validate", "toy", "--root", str(root))[0] in (0, None)
+    with (root / "items.jsonl").open("a") as f:
+        f.write(json.dumps({"id": "bad", "rgb": [1, 2]}) + "\n")
+    code, out, _ = _cli(capsys, "validate", "toy", "--root", str(root), "--json")
+    assert code == 1
+    problems = json.loads(out)["problems"]
+    assert [(p["where"], p["field"]) for p in problems] == [("bad", "rgb")]
+
+
+def test_run_with_the_command_generator_then_rescore_and_report(root, tmp_path, capsys):
+    template = f"{sys.executable} {HERE / 'paint.py'} {{prompt}} {{out}}"
+    code, out, err = _cli(capsys, "run", "toy", "--root", str(root), "--out", str(tmp_path / "run"),
+                          "--generator", "command", "--generator-opt", f"template={template}", "--json")
+    assert code in (0, None), err
+    summary = json.loads(out)
+    # flat colours survive H.264 nearly exactly: every item scores close to 1
+    assert summary["n_items"] == 3 and summary["mean"] > 0.97
+    rows = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(COLOURS)
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run_json["benchmark"] == "toy" and run_json["protocol"]["stride"] == 1
+
+    # bring your own videos: the same clips with one colour swapped must score lower there
+    videos = tmp_path / "videos"
+    shutil.copytree(tmp_path / "run" / "videos", videos)
+    write_video(videos / "teal.mp4", [np.full((32, 32, 3), 128, np.uint8)] * 4, 8)
+    code, out, err = _cli(capsys, "score", "toy", "--root", str(root), "--out", str(tmp_path / "byo"),
+                          "--videos", str(videos), "--json")
+    assert code in (0, None), err
+    byo = {json.loads(x)["id"]: json.loads(x)["score"] for x in (tmp_path / "byo" / "scores.jsonl").read_text().splitlines()}
+    teal_error = np.abs(np.asarray(COLOURS["teal"]) - 128).mean()
+    assert byo["teal"] == pytest.approx(1 - teal_error / 255, abs=0.01)
+    assert byo["red"] > 0.97
+
+    code, out, err = _cli(capsys, "report", str(tmp_path / "byo"))
+    assert code in (0, None), err
+    assert "teal" in (tmp_path / "byo" / "report" / "report.md").read_text()
+
+
+def test_a_missing_video_is_refused_naming_the_item(root, tmp_path, capsys):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    write_video(videos / "red.mp4", [np.full((32, 32, 3), 1, np.uint8)] * 4, 8)
+    code, _, err = _cli(capsys, "score", "toy", "--root", str(root), "--out", str(tmp_path / "r"),
+                        "--videos", str(videos))
+    assert code not in (0, None)
+    assert "teal" in err and "grey" in err
