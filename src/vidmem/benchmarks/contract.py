@@ -240,6 +240,16 @@ class Benchmark(ABC):
     def report(self, run: RunDir) -> Report:
         """The run's report, built from the run directory only."""
 
+    def demo(self) -> Any | None:
+        """This benchmark's part of ``vidmem demo``, or ``None``.
+
+        A demo part is a module (or object) with ``ANNOUNCE`` (the line printed before it
+        runs), ``config()``, ``run(bench, base, quiet=...) -> result``, ``passed(result)``,
+        ``print_result(console, result)`` and ``report_section(report, result, base,
+        report_dir)``.
+        """
+        return None
+
     def sim_build(self, out: Path, *, seed: int, n_cases: int | None) -> BuildSummary:
         """Write a dataset in this benchmark's layout from the sim world."""
         from vidmem.errors import UserInputError

@@ -1,11 +1,12 @@
 """`vidmem demo`: the offline job a newcomer runs first.
 
-Until the benchmarks land it exercises the layers every benchmark stands on, for real:
-it encodes an H.264 clip whose frame index is written into its pixels, probes it,
-decodes frames by index and by time with exact seeks (each one a stored, resumable
-item), checks every decoded frame against the index it must carry and against the
-source pixels, and renders a report from the run log. Nothing is simulated: a broken
-seek, a wrong timestamp rule or a lossy round trip shows up as a failed check.
+It runs every benchmark that has a demo part (``Benchmark.demo()``: the real pipeline on
+sim data, with two memory settings whose order the benchmark must get right), and
+exercises the layer every benchmark stands on: it encodes an H.264 clip whose frame
+index is written into its pixels, probes it, decodes frames by index and by time with
+exact seeks (each one a stored, resumable item), and checks every decoded frame against
+the index it must carry and against the source pixels. The report leads with the
+benchmark results and ends with the seek self-test.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from vidmem import __version__
-from vidmem.benchmarks.cmbench import demo as demo_cmbench
-from vidmem.benchmarks.memory_loop import demo as demo_memory_loop
 from vidmem.io.framecode import decode_index, make_indexed_clip
 from vidmem.io.hashing import file_sha256
 from vidmem.io.video import DecodeStats, probe, read_frames, read_frames_at, write_video
@@ -114,6 +113,18 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return by_mode
 
 
+def demo_parts() -> list[tuple[Any, Any]]:
+    """``(benchmark, demo part)`` for every available benchmark that has one, by name."""
+    parts = []
+    for entry in BENCHMARKS.entries():
+        if entry.status == "available":
+            bench = entry.load()
+            part = bench.demo()
+            if part is not None:
+                parts.append((bench, part))
+    return parts
+
+
 def run_demo(
     out: str | Path,
     *,
@@ -125,11 +136,12 @@ def run_demo(
     """Run the demo into ``out`` and return its summary (also written to the run log)."""
     console = console or Console()
     out = Path(out)
+    parts = demo_parts()
     manifest = RunManifest(
         benchmark="demo",
         benchmark_version=DEMO_VERSION,
         config={"clip": CLIP, "n_index_requests": N_INDEX_REQUESTS, "n_time_requests": N_TIME_REQUESTS,
-                "cmbench": demo_cmbench.config(), "memory_loop": demo_memory_loop.config()},
+                **{bench.name: part.config() for bench, part in parts}},
         seeds={"clip": CLIP["seed"], "requests": 0},
         protocol={
             "frame_index": "i-th frame in presentation (PTS) order",
@@ -181,17 +193,14 @@ def run_demo(
                          "seeks": stats.seeks, "clip_frames": info.n_frames},
         "benchmarks_not_implemented": [e.name for e in BENCHMARKS.entries() if e.status == "planned"],
     }
-    if not quiet:
-        console.print("CMBench on the sim world: building, generating with perfect and no memory, scoring ...")
-    result["cmbench"] = demo_cmbench.run_cmbench_demo(run.path / "cmbench", quiet=quiet)
-    if not quiet:
-        console.print("Memory loop on the sim world: six loops, perfect vs short memory ...")
-    result["memory_loop"] = demo_memory_loop.run_memory_loop_demo(run.path / "memory_loop", quiet=quiet)
+    for bench, part in parts:
+        if not quiet:
+            console.print(part.ANNOUNCE)
+        result[bench.name] = part.run(bench, run.path / bench.name, quiet=quiet)
     all_ok = (
         summary.ok and result["probe_matches_construction"]
         and all(m["exact"] == m["requests"] == m["faithful"] for m in by_mode.values())
-        and result["cmbench"]["perfect_beats_none_on_every_task"]
-        and result["memory_loop"]["perfect_fidelity_higher"]
+        and all(part.passed(result[bench.name]) for bench, part in parts)
     )
     result["all_checks_passed"] = all_ok
     run.set_counts({**summary.as_counts(), "rows": len(rows)})
@@ -206,17 +215,16 @@ def run_demo(
     return result
 
 
-def _f3(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
-
-
 def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
     clip = result["clip"]
     console.print(
         f"[bold]vidmem {__version__} demo[/bold]: {clip['n_frames']} frames, {clip['fps']:g} fps, "
         f"{clip['width']}x{clip['height']} {clip['codec']} -> {clip['path']}"
     )
-    table = RichTable(title="exact-seek checks", title_justify="left")
+    for bench, part in demo_parts():
+        if bench.name in result:
+            part.print_result(console, result[bench.name])
+    table = RichTable(title="self-test: exact-seek checks", title_justify="left")
     for col in ("request", "count", "exact index", "faithful pixels", "min PSNR dB"):
         table.add_column(col)
     for mode, m in result["checks"].items():
@@ -228,28 +236,6 @@ def _print(console: Console, result: dict[str, Any], summary: Any) -> None:
         f"batched read of {br['frames_wanted']} frames decoded {br['frames_decoded']} of "
         f"{br['clip_frames']} frames ({br['seeks']} seeks); items: {summary}"
     )
-    cm = result["cmbench"]
-    table = RichTable(title="CMBench on the sim world (offline scorer, non-official)", title_justify="left")
-    for col in ("task", "memory=perfect", "memory=none"):
-        table.add_column(col)
-    for r in cm["per_task"]:
-        table.add_row(r["task_id"], _f3(r["perfect"]), _f3(r["none"]))
-    table.add_row("[bold]mean[/bold]", f"[bold]{_f3(cm['means']['perfect'])}[/bold]",
-                  f"[bold]{_f3(cm['means']['none'])}[/bold]")
-    console.print(table)
-    console.print("perfect memory beats no memory on every task: "
-                  + ("[green]yes[/green]" if cm["perfect_beats_none_on_every_task"] else "[red]NO[/red]"))
-    ml = result["memory_loop"]
-    table = RichTable(title="Memory loop on the sim world (offline embedder, non-official)", title_justify="left")
-    for col in ("memory", "mean revisit fidelity", "official half-life fits", "median t_half (s)",
-                "sim's true t_half (s)"):
-        table.add_column(col)
-    for memory, r in ml["by_memory"].items():
-        t_half, truth = r["median_t_half_seconds"], r["true_t_half_seconds"]
-        table.add_row(memory, _f3(r["fidelity"]["mean"]), f"{r['half_life_official']}/{ml['cases']}",
-                      "n/a" if t_half is None else f"{t_half:.1f}",
-                      "never fades" if truth is None else f"{truth:.1f}")
-    console.print(table)
     pending = ", ".join(result["benchmarks_not_implemented"])
     if pending:
         console.print(f"[yellow]not implemented yet in this version:[/yellow] {pending}")
@@ -267,7 +253,7 @@ def build_report(run: RunDir) -> Any:
     m = run.manifest
     rep = Report(
         "vidmem demo",
-        "Offline: exact video decoding; CMBench and the memory loop on the sim world with two memory settings each.",
+        "Offline: each benchmark on the sim world with two memory settings whose order it must get right, then a self-test of exact video decoding.",
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at,
               "status": m.status, "git": m.git_revision or "-"},
     )
@@ -276,15 +262,18 @@ def build_report(run: RunDir) -> Any:
         rep.notice("info", "Benchmarks not implemented yet in this version: " + ", ".join(planned))
     if m.status != "complete":
         rep.notice("error", "Some checks failed: see the tables below.")
+    summary_path = run.path / SUMMARY_JSON
+    result = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    for bench, part in demo_parts():
+        if bench.name in result:
+            part.report_section(rep, result[bench.name], run.path / bench.name, run.report_dir)
     sec = rep.section(
-        "Seeks",
+        "Self-test: exact seeks",
         "Each request decodes one frame by index or by time from an H.264 clip whose frame "
         "index is drawn into its pixels. *exact* means the decoded frame carries the index "
         "the request must land on; *faithful* means it matches the source frame above "
         f"{MIN_PSNR_DB:g} dB PSNR.",
     )
-    summary_path = run.path / SUMMARY_JSON
-    result = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     sec.add(KeyValues({f"{mode}: exact / faithful / requests": f"{c['exact']} / {c['faithful']} / {c['requests']}"
                        for mode, c in result.get("checks", {}).items()}))
     sec.add(Table(["item_id", "mode", "requested", "expected_index", "decoded_index", "exact", "psnr_db"],
@@ -304,10 +293,6 @@ def build_report(run: RunDir) -> Any:
         frames = read_frames(clip, [r["expected_index"] for r in picks])
         sec.add(ImageGrid([(f, f"frame {r['expected_index']} (decoded {r['decoded_index']})")
                            for f, r in zip(frames, picks, strict=True)], columns=3, thumb_size=320))
-    if "cmbench" in result:
-        demo_cmbench.report_section(rep, result["cmbench"])
-    if "memory_loop" in result:
-        demo_memory_loop.report_section(rep, result["memory_loop"])
     br = result.get("batched_read")
     if br:
         rep.section("Decoding cost", "One batched read of all index requests.").add(KeyValues(br))

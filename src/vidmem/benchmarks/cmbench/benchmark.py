@@ -212,6 +212,11 @@ class CMBench(Benchmark):
 
         return build_cmbench_report(run)
 
+    def demo(self) -> Any:
+        from vidmem.benchmarks.cmbench import demo
+
+        return demo
+
     def sim_build(self, out: Path, *, seed: int, n_cases: int | None) -> Any:
         from vidmem.benchmarks.cmbench.sim_build import build_cmbench
 

@@ -220,6 +220,11 @@ class MemoryLoop(Benchmark):
 
         return build_memory_loop_report(run)
 
+    def demo(self) -> Any:
+        from vidmem.benchmarks.memory_loop import demo
+
+        return demo
+
     def sim_build(self, out: Path, *, seed: int, n_cases: int | None) -> Any:
         from vidmem.benchmarks.memory_loop.sim_build import build_memory_loop
 

@@ -13,7 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from vidmem.benchmarks.memory_loop import BENCHMARK as bench
+import numpy as np
+
 from vidmem.benchmarks.memory_loop.data import load_memory_loop
 from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
 from vidmem.runners import benchmark_run as runner
@@ -38,25 +39,33 @@ def _true_t_half(memory: str) -> float | None:
     return None if tau is None else tau * math.log(2.0)
 
 
-def run_memory_loop_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
+#: the line printed before this part runs
+ANNOUNCE = "Memory loop on the sim world: six loops, perfect vs short memory ..."
+
+
+def _run_dir_name(memory: str) -> str:
+    return memory.replace(":", "-")
+
+
+def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
+    """Build, roll out with each memory setting, score; return fidelity and half-lives."""
     from vidmem.runners.reporting import render_run_report
-    from vidmem.runners.sim_build import build
 
     data = base / "data"
     if not (data / "cases.jsonl").is_file():
-        build("memory_loop", data, seed=SEED, n_cases=N_IMAGES)
+        bench.sim_build(data, seed=SEED, n_cases=N_IMAGES)
     ds = load_memory_loop(data)
     cfg = ScorerConfig.from_preset("offline")
     out: dict[str, Any] = {}
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED, "duration_seconds": DURATION_SECONDS,
                    "fps": FPS}
-        run = runner.open_run(bench, ds, base / memory.replace(":", "-"), cfg,
-                              {"generator": {"name": "sim", "options": options}},
-                              resume=True, overwrite=False, argv=None)
-        gen = runner.generate(bench, ds, run, "sim", options, quiet=quiet)
-        summary = runner.score(bench, ds, run, gen["dir"], cfg, quiet=quiet)
-        runner.record_backends(bench, run, cfg)
+        run_dir = runner.open_run(bench, ds, base / _run_dir_name(memory), cfg,
+                                  {"generator": {"name": "sim", "options": options}},
+                                  resume=True, overwrite=False, argv=None)
+        gen = runner.generate(bench, ds, run_dir, "sim", options, quiet=quiet)
+        summary = runner.score(bench, ds, run_dir, gen["dir"], cfg, quiet=quiet)
+        runner.record_backends(bench, run_dir, cfg)
         overall = summary["overall"]
         out[memory] = {
             "fidelity": overall["sample_fidelity"],
@@ -64,7 +73,7 @@ def run_memory_loop_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
             "median_t_half_seconds": overall["half_life"]["median_t_half_seconds"],
             "true_t_half_seconds": _true_t_half(memory),
             "not_applicable": overall["half_life"]["not_applicable"],
-            "report": str(render_run_report(run.path)["html"]),
+            "report": str(render_run_report(run_dir.path)["html"]),
         }
     perfect, short = (out[m]["fidelity"]["mean"] for m in MEMORIES)
     higher = perfect is not None and short is not None and perfect > short
@@ -72,8 +81,65 @@ def run_memory_loop_demo(base: Path, *, quiet: bool) -> dict[str, Any]:
             "perfect_fidelity_higher": higher, "official": False}
 
 
-def report_section(rep: Any, result: dict[str, Any]) -> None:
-    from vidmem.report import KeyValues, Table
+def passed(result: dict[str, Any]) -> bool:
+    """The demo's check: perfect memory keeps a higher revisit fidelity than a fading one."""
+    return bool(result["perfect_fidelity_higher"])
+
+
+def _f(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def print_result(console: Any, result: dict[str, Any]) -> None:
+    """Fidelity and half-life per memory setting, beside the sim's true half-life."""
+    from rich.table import Table as RichTable
+
+    table = RichTable(title="Memory loop on the sim world (offline embedder, non-official)", title_justify="left")
+    for col in ("memory", "mean revisit fidelity", "official half-life fits", "median t_half (s)",
+                "sim's true t_half (s)"):
+        table.add_column(col)
+    for memory, r in result["by_memory"].items():
+        t_half, truth = r["median_t_half_seconds"], r["true_t_half_seconds"]
+        table.add_row(memory, _f(r["fidelity"]["mean"]), f"{r['half_life_official']}/{result['cases']}",
+                      "n/a" if t_half is None else f"{t_half:.1f}",
+                      "never fades" if truth is None else f"{truth:.1f}")
+    console.print(table)
+
+
+def _revisit_panels(base: Path) -> list[tuple[Any, str]]:
+    """Per case: the start frame beside the longest-gap revisit pair of each memory setting."""
+    from PIL import Image
+
+    from vidmem.benchmarks.memory_loop.report import responses_of
+    from vidmem.io.video import read_frames
+    from vidmem.report.images import side_by_side
+    from vidmem.runners.store import RunDir
+
+    ds = load_memory_loop(base / "data")
+    by_memory = {m: responses_of(RunDir.open(base / _run_dir_name(m))) for m in MEMORIES}
+    panels = []
+    for case in ds.cases:
+        images = [np.asarray(Image.open(ds.root / case.start_image).convert("RGB"))]
+        captions = ["start frame"]
+        for memory, responses in by_memory.items():
+            pairs = (responses.get(case.case_id) or {}).get("pairs") or []
+            video = base / _run_dir_name(memory) / "videos" / f"{case.case_id}.mp4"
+            if not pairs or not video.is_file():
+                continue
+            p = max(pairs, key=lambda q: (q["gap_seconds"], q["j"]))
+            first, again = read_frames(video, [p["i"], p["j"]])
+            images += [first, again]
+            captions += [f"{memory}: frame {p['i']}",
+                         f"{p['gap_seconds']:.1f} s later, fidelity {p['fidelity']:.2f}"]
+        panels.append((side_by_side(images, captions, height=110), f"{case.case_id} ({case.loop_id})"))
+    return panels
+
+
+def report_section(rep: Any, result: dict[str, Any], base: Path, report_dir: Path) -> None:
+    """Add the memory-loop comparison to the demo report: revisit pairs first, then numbers."""
+    import os
+
+    from vidmem.report import ImageGrid, KeyValues, Markdown, Table
 
     sec = rep.section(
         "Memory loop on the sim world",
@@ -85,6 +151,9 @@ def report_section(rep: Any, result: dict[str, Any]) -> None:
         "per revisit pair; the half-life fit is exploratory and is reported as not_applicable "
         "whenever a support check fails. A larger half-life is not a longer causal memory.",
     )
+    panels = _revisit_panels(base)
+    if panels:
+        sec.add(ImageGrid(panels, columns=1, thumb_size=900))
     rows = []
     for memory, r in result["by_memory"].items():
         f = r["fidelity"]
@@ -93,5 +162,7 @@ def report_section(rep: Any, result: dict[str, Any]) -> None:
                      ", ".join(f"{k}: {v}" for k, v in r["not_applicable"].items()) or "-"])
     sec.add(Table(["memory", "mean fidelity", "ci_low", "ci_high", "official fits", "median t_half (s)",
                    "sim's true t_half (s)", "not_applicable"], rows, caption=f"{result['cases']} cases per memory setting"))
-    sec.add(KeyValues({"perfect memory has higher fidelity": result["perfect_fidelity_higher"],
-                       **{f"full report, memory={m}": r["report"] for m, r in result["by_memory"].items()}}))
+    sec.add(KeyValues({"perfect memory has higher fidelity": result["perfect_fidelity_higher"]}))
+    links = [f"[full report, memory={m}]({os.path.relpath(base / _run_dir_name(m) / 'report' / 'report.html', report_dir)})"
+             for m in result["by_memory"]]
+    sec.add(Markdown(" · ".join(links)))

@@ -21,7 +21,7 @@ _NOT_CAUSAL = ("A larger half-life value is **not** a longer causal memory: it s
                "(`event_independence_verified: false`).")
 
 
-def _responses(run: Any) -> dict[str, dict[str, Any]]:
+def responses_of(run: Any) -> dict[str, dict[str, Any]]:
     with run.items() as store:
         return {s.item_id: s.response for s in store.iter_items(kind="score", status="done")}
 
@@ -153,7 +153,7 @@ def build_memory_loop_report(run: Any) -> Report:
                 "the fitted curve beyond the observed gaps.").add(
         Table(cols, [[_cell(r.get(c)) for c in cols] for r in cases]))
 
-    responses = _responses(run)
+    responses = responses_of(run)
     sec = rep.section("Fidelity against gap", "Each point is a revisit pair; the curve is the "
                       "fitted exponential and the dashed line t_half (official fits only).")
     shown = 0
