@@ -11,9 +11,10 @@ import pytest
 
 from vidmem.errors import UserInputError
 from vidmem.generators.protocol import GenerationRequest, Generator
+from vidmem.generators.sim import SimGenerator
 from vidmem.io.boxes import crop, normalized_to_pixel
 from vidmem.io.video import probe, read_frames, write_video
-from vidmem.sim.generator import SimGenerator
+from vidmem.registry import GENERATORS
 from vidmem.sim.memory import parse_memory
 
 
@@ -50,6 +51,7 @@ def _similarity(a, b, hist_cosine):
 def test_protocol_and_info():
     gen = SimGenerator(memory="decay:20", seed="3")
     assert isinstance(gen, Generator) and gen.name == "sim"
+    assert GENERATORS.load("sim") is SimGenerator  # the catalog's target (old path, a shim)
     info = gen.info()
     assert info["memory"] == "decay:20" and info["tau_seconds"] == 20.0 and info["seed"] == 3
 

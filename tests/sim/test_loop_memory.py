@@ -18,8 +18,8 @@ from scipy.stats import spearmanr
 from skimage.metrics import structural_similarity
 
 from vidmem.generators.protocol import GenerationRequest
+from vidmem.generators.sim import SimGenerator
 from vidmem.io.video import probe, read_frames
-from vidmem.sim.generator import SimGenerator
 from vidmem.sim.loops import LOOPS, loop_c2w, revisit_schedule
 from vidmem.sim.media import read_png_spec
 

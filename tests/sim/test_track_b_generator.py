@@ -12,8 +12,8 @@ from PIL import Image
 from vidmem.errors import UserInputError
 from vidmem.generators.protocol import GenerationRequest
 from vidmem.generators.requests import ReferenceImage
+from vidmem.generators.sim import SimGenerator
 from vidmem.io.video import probe
-from vidmem.sim.generator import SimGenerator
 from vidmem.sim.media import read_png_spec, read_video_spec
 from vidmem.sim.story_memory import segment_key, write_reference_png
 
@@ -155,3 +155,19 @@ def test_segment_ids_are_read_or_refused():
     res = SimGenerator().generate(GenerationRequest("no_segment", "vmem_track_b", INTRO,
                                                     "/tmp/never_written.mp4"))
     assert res.status == "error" and "seg_NNN" in res.error
+
+
+def test_the_request_shape_not_its_benchmark_label_picks_the_story_path(tmp_path):
+    """No context video and no start image: a story segment, whatever ``benchmark`` says;
+    the segment's random stream does not depend on the label either."""
+    clips = []
+    for label in ("vmem_track_b", "any_story_benchmark"):
+        folder = tmp_path / label
+        req = GenerationRequest("s/seg_001", label, INTRO, str(folder / "seg_001.mp4"), fps=2.0)
+        res = SimGenerator(memory="none", seed=4).generate(req)
+        assert res.status == "ok" and res.extras["segment_index"] == 1, res.error
+        clips.append(Path(res.video_path).read_bytes())
+    assert clips[0] == clips[1]
+    res = SimGenerator().generate(GenerationRequest("x", "vmem_track_b", INTRO,
+                                                    str(tmp_path / "x.mp4")))
+    assert res.status == "error" and "no context_video, no start_image" in res.error

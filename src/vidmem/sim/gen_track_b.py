@@ -42,11 +42,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vidmem.generators.protocol import GenerationRequest
 from vidmem.sim.assets import ENTITIES, PLACES
 from vidmem.sim.media import write_sim_video
 from vidmem.sim.memory import MemoryKnob, impostor_for, request_rng
@@ -61,6 +60,9 @@ from vidmem.sim.story_memory import (
     segment_key,
 )
 from vidmem.sim.world import Background, CameraKey, EntityTrack, Pose, WorldSpec
+
+if TYPE_CHECKING:  # annotations only: the sim never imports the generators layer
+    from vidmem.generators.requests import GenerationRequest
 
 __all__ = ["DEFAULT_SIZE", "generate_segment"]
 
@@ -181,14 +183,15 @@ def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, see
     """Write one Track-B segment clip and its truth sidecar (semantics in the module doc).
 
     Args:
-        req: the request (``benchmark == "vmem_track_b"``).
+        req: a story-segment request (no context video, no start image; its story
+            and segment from :func:`vidmem.sim.story_memory.segment_key`).
         out: the MP4 to write (its folder holds the rollout's earlier clips).
         knob: the generator's memory setting.
         seed: generator seed (with the request id, seeds every random choice).
         fps, duration: overrides of the request's frame rate and length (seconds).
 
     Returns:
-        Extras for the :class:`~vidmem.generators.protocol.GenerationResult`.
+        Extras for the generator's result (``GenerationResult.extras``).
     """
     story, index = segment_key(req.request_id, req.extras)
     width, height, fps = _size(req, fps)

@@ -59,7 +59,7 @@ _MIN_VISIBLE = 0.5
 
 
 def segment_key(request_id: str, extras: Mapping[str, Any] | None = None) -> tuple[str, int]:
-    """``(story key, 1-indexed segment index)`` of a Track-B request.
+    """``(story key, 1-indexed segment index)`` of a story-segment (Track-B) request.
 
     Raises:
         UserInputError: neither the extras nor the request id give a segment index.
@@ -79,7 +79,7 @@ def segment_key(request_id: str, extras: Mapping[str, Any] | None = None) -> tup
         index = int(m.group("n"))
     if story is None or not isinstance(index, int) or isinstance(index, bool) or index < 1:
         raise UserInputError(
-            f"vmem_track_b request {request_id!r}: cannot tell the story and 1-indexed segment",
+            f"story-segment request {request_id!r}: cannot tell the story and 1-indexed segment",
             hint="end the request id with seg_NNN (e.g. 0001_sim_s0/seg_007) or pass "
             "extras={'story_id': ..., 'segment_id': 'seg_007'}")
     return str(story), index
@@ -190,7 +190,8 @@ def write_reference_png(clip: str | os.PathLike[str], frame_index: int,
     spec = read_video_spec(clip)
     if spec is None or spec.kind != SEGMENT_KIND:
         raise UserInputError(f"{clip}: not a sim Track-B segment clip",
-                             hint="pass a clip the sim generator wrote for a vmem_track_b request")
+                             hint="pass a clip the sim generator wrote for a story-segment "
+                             "request (no context video, no start image)")
     if not 0 <= int(frame_index) < spec.n_frames:
         raise UserInputError(f"{clip}: frame {frame_index} is outside 0..{spec.n_frames - 1}",
                              hint="pass a frame index of the clip")
