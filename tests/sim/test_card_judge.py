@@ -1,20 +1,29 @@
-"""judge/sim-cards: presence, state and count from pixels, checked against the sim's truth."""
+"""judge/sim-cards: presence, state and count from pixels, checked against the sim's truth.
+
+The judge (:mod:`vidmem.models.backends.judge_sim_cards`) knows the sim only through the
+card deck written by :func:`vidmem.sim.cards.write_card_deck`, passed as its weights.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
+from vidmem.errors import MissingDependencyError, UserInputError
 from vidmem.generators.protocol import GenerationRequest
+from vidmem.generators.sim import SimGenerator
 from vidmem.io.video import probe, read_frames
+from vidmem.models.backends.judge_sim_cards import SimCardJudge
+from vidmem.models.loading import load_backend
 from vidmem.models.protocols import Judge, JudgeRequest
 from vidmem.registry import BACKENDS
-from vidmem.sim.card_judge import SimCardJudge
-from vidmem.sim.generator import SimGenerator
+from vidmem.sim.cards import card_image, place_image, write_card_deck
+from vidmem.sim.story_grammar import appearance_phrases
 
 N_SEGMENTS = 14
 FRAME_POSITIONS = (0.2, 0.5, 0.8)
@@ -45,7 +54,13 @@ def _roster(gt: dict, seg: dict, current: dict[str, str], rng: np.random.Generat
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory):
+def deck(tmp_path_factory) -> Path:
+    """The sim's card deck: the judge's weights."""
+    return write_card_deck(tmp_path_factory.mktemp("card_deck"))
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory, deck):
     """Perfect- and no-memory rollouts of a 14-segment sim story, each segment judged."""
     root = tmp_path_factory.mktemp("judge_story")
     build_track_b(root, seed=0, n_cases=1, n_segments=N_SEGMENTS, gap_long_threshold=8)
@@ -53,7 +68,7 @@ def judged(tmp_path_factory):
     gt = json.loads((root / "gt" / f"{sid}.json").read_text("utf-8"))
     prompts = json.loads((root / "sut_prompts" / f"{sid}_name_anchored.json").read_text("utf-8"))
     truth = json.loads((root / "_truth" / f"{sid}.json").read_text("utf-8"))
-    judge = SimCardJudge(max_frames=len(FRAME_POSITIONS))
+    judge = SimCardJudge(weights=deck, max_frames=len(FRAME_POSITIONS))
     rows = []
     for memory in ("perfect", "none"):
         gen = SimGenerator(memory=memory, seed=0)
@@ -127,10 +142,11 @@ def test_no_memory_recalls_are_judged_absent(judged):
     assert sum(it["present"] is False for it in misses) >= 0.9 * len(misses)
 
 
-def test_unknown_text_abstains_and_bad_payloads_are_errors():
-    judge = SimCardJudge()
-    assert isinstance(judge, Judge) and isinstance(BACKENDS.load("judge/sim-cards")(), Judge)
+def test_unknown_text_abstains_and_bad_payloads_are_errors(deck):
+    judge = SimCardJudge(weights=deck)
+    assert isinstance(judge, Judge) and isinstance(BACKENDS.load("judge/sim-cards")(weights=deck), Judge)
     assert judge.info().name == "judge/sim-cards" and judge.info().official is False
+    assert judge.info().weights == str(deck) and judge.info().weights_sha256
     frame = np.full((270, 480, 3), 120, np.uint8)
     roster = [{"entity_id": "E1", "name": "Mara", "kind": "character", "count": 2,
                "appearance": "A tall steady fisherwoman in her twenties."},
@@ -144,3 +160,40 @@ def test_unknown_text_abstains_and_bad_payloads_are_errors():
                             ({"roster": roster}, ())):
         bad = judge.judge(JudgeRequest("item-9", "", images, payload=payload))
         assert bad.status == "error" and "item-9" in bad.error and bad.judge == "judge/sim-cards"
+
+
+def test_the_deck_holds_the_sim_grammar_and_its_cards(deck):
+    judge = load_backend("judge/sim-cards", {"weights": str(deck)}, role="judge")
+    phrases = appearance_phrases()
+    for key, look in phrases.items():
+        got = judge.deck.parse(key.upper() + ". ")
+        assert (got.asset, got.state, got.count, got.place) == (
+            look.asset, look.state, look.count, look.place), key
+        if look.asset is not None:
+            assert np.array_equal(judge.deck.card(look.asset, look.state),
+                                  card_image(look.asset, look.state))
+    assert judge.deck.parse("A tall steady fisherwoman.") is None and judge.deck.parse(3) is None
+    assert set(judge.deck.place_hists) == {lk.place for lk in phrases.values() if lk.place}
+    assert np.asarray(place_image("lawn")).dtype == np.uint8
+    again = write_card_deck(deck.parent / "again")
+    assert (again / "deck.json").read_bytes() == (deck / "deck.json").read_bytes()
+
+
+def test_the_judge_refuses_a_missing_or_edited_deck(deck, tmp_path):
+    with pytest.raises(UserInputError, match="card deck as weights"):
+        SimCardJudge()
+    with pytest.raises(MissingDependencyError, match="deck.json: not found"):
+        SimCardJudge(weights=tmp_path)
+    (tmp_path / "deck.json").write_text('{"format": "other"}', encoding="utf-8")
+    with pytest.raises(UserInputError, match="expected format 'vidmem-card-deck'"):
+        SimCardJudge(weights=tmp_path)
+    edited = tmp_path / "edited"
+    shutil.copytree(deck, edited)
+    card = edited / "cards" / "cat.base.png"
+    card.write_bytes(card.read_bytes() + b"\0")
+    judge = SimCardJudge(weights=edited)
+    frame = np.full((270, 480, 3), 120, np.uint8)
+    res = judge.judge(JudgeRequest("e", "", (frame,), payload={"roster": [
+        {"entity_id": "E", "name": "Ada", "kind": "character", "appearance": "A cat."}]}))
+    assert res.status == "error" and "does not match its SHA-256" in res.error
+    assert "internal error" not in res.error

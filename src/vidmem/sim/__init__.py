@@ -23,10 +23,15 @@ Modules:
 * :mod:`~vidmem.sim.build` -- ``build(benchmark, out, seed=, n_cases=)`` with
   :mod:`~vidmem.benchmarks.cmbench.sim_build` and :mod:`~vidmem.benchmarks.memory_loop.sim_build`
   (scenario planning in :mod:`~vidmem.benchmarks.cmbench.sim_plan`).
-* :mod:`~vidmem.sim.generator` -- :class:`~vidmem.sim.generator.SimGenerator`, the
-  ``sim`` generator with a memory knob (:mod:`~vidmem.sim.memory`), a prompt grammar
-  (:mod:`~vidmem.sim.prompts`), CMBench continuations (:mod:`~vidmem.sim.gen_cmbench`)
-  and loop rollouts (:mod:`~vidmem.sim.gen_loop`).
+* what the ``sim`` generator (:class:`vidmem.generators.sim.SimGenerator`, the adapter
+  in the generators layer) plays: a memory knob (:mod:`~vidmem.sim.memory`), a prompt
+  grammar (:mod:`~vidmem.sim.prompts`), CMBench continuations
+  (:mod:`~vidmem.sim.gen_cmbench`), loop rollouts (:mod:`~vidmem.sim.gen_loop`) and
+  story segments (:mod:`~vidmem.sim.gen_track_b`, :mod:`~vidmem.sim.story_memory`).
+  :mod:`~vidmem.sim.generator` is a shim that re-exports it until the catalog names the
+  new home.
+* :mod:`~vidmem.sim.cards` -- the card deck: the sim's appearance phrases and entity /
+  place images as plain files, the weights of ``judge/sim-cards``.
 
 Heavy modules are not imported here; import what you need, e.g.
 ``from vidmem.runners.sim_build import build``.

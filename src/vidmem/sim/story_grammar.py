@@ -56,6 +56,7 @@ __all__ = [
     "PROP_NAMES",
     "Appearance",
     "Mention",
+    "appearance_phrases",
     "appearance_text",
     "name_kind",
     "parse_appearance",
@@ -169,6 +170,19 @@ def _key(text: str) -> str:
 
 
 _PHRASES = _phrase_table()
+
+
+def appearance_phrases() -> dict[str, Appearance]:
+    """Every phrase of the grammar under its normalised key (a copy).
+
+    The key of a text is its lower-case form with runs of whitespace made one space
+    and trailing full stops and spaces dropped; :func:`parse_appearance` looks it up.
+
+    Example:
+        >>> appearance_phrases()["a cup painted red"]
+        Appearance(asset='cup', state='recoloured:red', count=1, place=None)
+    """
+    return dict(_PHRASES)
 
 
 def parse_appearance(text: str | None) -> Appearance | None:

@@ -5,6 +5,11 @@ which state, how many -- for clips of the sim world, with classic vision only. I
 the roster from ``request.payload["roster"]`` (the same lines a VLM judge prompt lists)
 and the frames from ``request.images``; it never sees truth or world specs.
 
+Its ``weights`` are the sim's **card deck**, a folder of plain files written by
+:func:`vidmem.sim.cards.write_card_deck` (``deck.json``: the appearance phrases of the
+sim grammar, and PNG cards of every entity state and place). The judge knows the sim
+only through that folder, so it imports nothing from :mod:`vidmem.sim`.
+
 Roster lines are dicts: ``entity_id`` (required), ``name``, ``kind`` (``character`` |
 ``prop`` | ``location``), ``appearance`` (the current-state text), and optional cues
 ``state`` (current state label), ``states`` (``{label: appearance}``, the candidate
@@ -13,12 +18,13 @@ look-alike in the roster).
 
 Decision rule, per roster line:
 
-1. Appearance texts are read with the sim grammar
-   (:func:`vidmem.sim.story_grammar.parse_appearance`). If the appearance is outside it,
-   the answer is ``"abstain"`` for every field: nothing is guessed.
-2. **Cards.** Each readable candidate state (``states``, else the appearance) is drawn
-   from the sim asset library as a *card*: the sprite at :data:`CARD_SCALE` times its
-   nominal size over mid grey.
+1. Appearance texts are looked up in the deck's phrase table (the sim grammar,
+   :func:`vidmem.sim.story_grammar.parse_appearance`, under the deck's ``key_rule``).
+   If the appearance is outside it, the answer is ``"abstain"`` for every field:
+   nothing is guessed.
+2. **Cards.** Each readable candidate state (``states``, else the appearance) is the
+   deck's *card* of that asset and state: the sprite at the deck's ``card_scale``
+   (1.2) times its nominal size over mid grey.
 3. **Presence** (characters, props): the frames (at most ``max_frames``, evenly
    spaced) are searched for every card with the image-guided ``classic/sift`` detector
    (SIFT + RANSAC homography, score threshold ``threshold``). A counted group (``Three
@@ -38,8 +44,8 @@ Decision rule, per roster line:
    each hit frame the found box (plus 10%) is searched again with the entity's best
    card and with the look-alike's cards; ``true`` when the entity's score is at least
    the look-alike's in the majority of hit frames; ``null`` when absent.
-7. **Locations**: each frame's HSV histogram is compared (cosine) with every place of
-   the library; the location is present when its place is the nearest in enough
+7. **Locations**: each frame's HSV histogram is compared (cosine) with that of every
+   place image of the deck; the location is present when its place is the nearest in enough
    frames (the rule of step 3); its state is its only label.
 
 Limits: ``old_coin`` has too few SIFT keypoints to be seen reliably (sim stories do not
@@ -58,48 +64,48 @@ import json
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
+from PIL import Image
 
-from vidmem.errors import UserInputError
+from vidmem.errors import MissingDependencyError, UserInputError, VidmemError
 from vidmem.models.backends.base import BackendBase
 from vidmem.models.backends.classic_sift import SiftDetector
 from vidmem.models.protocols import JudgeRequest, JudgeResult
-from vidmem.sim.assets import PLACES, SECTOR_WIDTH, panorama
-from vidmem.sim.sprites import entity_sprite
-from vidmem.sim.story_grammar import Appearance, parse_appearance
 
-__all__ = ["CARD_SCALE", "MAX_COUNT", "SimCardJudge", "card_image"]
+__all__ = ["MAX_COUNT", "CardDeck", "Look", "SimCardJudge"]
 
-#: card size relative to the sprite's nominal size (sim Track-B clips draw sprites at
-#: up to 1.2x: 480x270 frames over a 400 x 225 pixel view).
-CARD_SCALE = 1.2
 #: most copies counted per frame.
 MAX_COUNT = 6
 _ABSTAIN = "abstain"
+_DECK_FORMAT = "vidmem-card-deck"
+_DECK_VERSIONS = (1,)
 
 
-@functools.lru_cache(maxsize=256)
-def card_image(asset: str, state: str = "base", scale: float = CARD_SCALE) -> np.ndarray:
-    """An entity's card: its sprite over mid grey with a 6-pixel margin.
+@dataclass(frozen=True)
+class Look:
+    """A phrase of the deck, read: what an appearance text shows.
 
-    Returns:
-        ``(h, w, 4)`` uint8: RGB plus the sprite's alpha (0-255) as the 4th channel.
+    Attributes:
+        asset: entity asset id, or ``None`` for a location.
+        state: the asset's state (``base`` for locations).
+        count: copies shown (1 unless a counted group).
+        place: place id for a location, else ``None``.
     """
-    sprite = entity_sprite(asset, state)
-    h, w = sprite.shape[:2]
-    size = (max(8, round(w * scale)), max(8, round(h * scale)))
-    s = cv2.resize(sprite, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
-    rgb = s[..., :3] * 255.0 + (1.0 - s[..., 3:4]) * 128.0
-    pad = 6
-    out = np.full((size[1] + 2 * pad, size[0] + 2 * pad, 4), 128, np.uint8)
-    out[..., 3] = 0
-    out[pad:-pad, pad:-pad, :3] = np.clip(rgb + 0.5, 0, 255).astype(np.uint8)
-    out[pad:-pad, pad:-pad, 3] = np.clip(s[..., 3] * 255.0 + 0.5, 0, 255).astype(np.uint8)
-    out.setflags(write=False)
-    return out
+
+    asset: str | None
+    state: str = "base"
+    count: int = 1
+    place: str | None = None
+
+
+def _key(text: str) -> str:
+    """The deck's ``key_rule``: lower-case, whitespace runs to one space, no trailing '. '."""
+    return " ".join(text.lower().split()).rstrip(". ")
 
 
 def _hist(img: np.ndarray) -> np.ndarray:
@@ -108,14 +114,82 @@ def _hist(img: np.ndarray) -> np.ndarray:
     return h / max(float(np.linalg.norm(h)), 1e-12)
 
 
-@functools.lru_cache(maxsize=1)
-def _place_hists() -> dict[str, np.ndarray]:
-    others = sorted(PLACES)
-    out = {}
-    for pid in others:
-        pano = panorama((pid, others[(others.index(pid) + 1) % len(others)]))
-        out[pid] = _hist(pano[:, :SECTOR_WIDTH])
-    return out
+class CardDeck:
+    """A card deck folder (written by :func:`vidmem.sim.cards.write_card_deck`), read lazily.
+
+    Args:
+        root: the deck folder (holding ``deck.json``).
+
+    Raises:
+        MissingDependencyError: no readable ``deck.json`` in ``root``.
+        UserInputError: ``deck.json`` is not a card deck of a known version.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        doc_path = self.root / "deck.json"
+        where = f"judge/sim-cards card deck {doc_path}"
+        try:
+            doc = json.loads(doc_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise MissingDependencyError(
+                f"{where}: not found", hint="write the deck with "
+                "vidmem.sim.cards.write_card_deck(DIR) and pass weights=DIR") from None
+        except (OSError, ValueError) as exc:
+            raise UserInputError(f"{where}: unreadable ({exc})",
+                                 hint="rewrite it with vidmem.sim.cards.write_card_deck") from None
+        if not (isinstance(doc, dict) and doc.get("format") == _DECK_FORMAT
+                and doc.get("version") in _DECK_VERSIONS):
+            found = (doc.get("format"), doc.get("version")) if isinstance(doc, dict) else doc
+            raise UserInputError(
+                f"{where}: expected format {_DECK_FORMAT!r} version {_DECK_VERSIONS}, "
+                f"found {found!r}", hint="rewrite it with vidmem.sim.cards.write_card_deck")
+        self.card_scale = float(doc["card_scale"])
+        self._phrases = {str(k): Look(v[0], str(v[1]), int(v[2]), v[3])
+                         for k, v in doc["phrases"].items()}
+        self._cards: dict[str, dict[str, str]] = doc["cards"]
+        self._places: dict[str, dict[str, str]] = doc["places"]
+        self._loaded: dict[str, np.ndarray] = {}
+
+    def parse(self, text: Any) -> Look | None:
+        """Read an appearance text; anything outside the deck's phrases gives ``None``."""
+        return self._phrases.get(_key(text)) if isinstance(text, str) else None
+
+    def _read(self, entry: dict[str, str], what: str) -> np.ndarray:
+        path = self.root / entry["file"]
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UserInputError(f"judge/sim-cards card deck: {what} {path} unreadable ({exc})",
+                                 hint="rewrite the deck with vidmem.sim.cards.write_card_deck"
+                                 ) from None
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise UserInputError(
+                f"judge/sim-cards card deck: {path} does not match its SHA-256 in deck.json",
+                hint="the deck was edited after it was written; rewrite it with "
+                "vidmem.sim.cards.write_card_deck")
+        with Image.open(path) as im:
+            out = np.array(im)
+        out.setflags(write=False)
+        return out
+
+    def card(self, asset: str, state: str) -> np.ndarray:
+        """``(h, w, 4)`` uint8 card of an entity state: RGB over mid grey, alpha last."""
+        key = f"{asset}|{state}"
+        if key not in self._loaded:
+            entry = self._cards.get(key)
+            if entry is None:
+                raise UserInputError(
+                    f"judge/sim-cards card deck {self.root}: no card for {asset!r} in state "
+                    f"{state!r}", hint="rewrite the deck with this vidmem version")
+            self._loaded[key] = self._read(entry, "card")
+        return self._loaded[key]
+
+    @functools.cached_property
+    def place_hists(self) -> dict[str, np.ndarray]:
+        """Place id -> HSV histogram of its image (unit norm)."""
+        return {pid: _hist(self._read(self._places[pid], "place image"))
+                for pid in sorted(self._places)}
 
 
 class _CardSift(SiftDetector):
@@ -194,7 +268,8 @@ class SimCardJudge(BackendBase):
     """``judge/sim-cards``: roster presence by appearance cards and SIFT (module doc).
 
     Args:
-        weights, device, dtype, batch_size: the common backend arguments (no weights).
+        weights: the card deck folder (:func:`vidmem.sim.cards.write_card_deck`).
+        device, dtype, batch_size: the common backend arguments.
         threshold: ``classic/sift`` score threshold for a detection.
         max_frames: most frames examined per request (evenly spaced).
         min_fraction: fraction of the examined frames that must be hits.
@@ -207,17 +282,22 @@ class SimCardJudge(BackendBase):
     def __init__(self, *, weights: Any = None, device: str = "cpu", dtype: str = "float32",
                  batch_size: int = 16, threshold: float = 0.25, max_frames: int = 4,
                  min_fraction: float = 0.5) -> None:
-        if weights is not None:
-            raise UserInputError(f"{self.name}: has no weights; found weights={weights!r}",
-                                 hint="drop the weights argument")
+        if weights is None:
+            raise UserInputError(
+                f"{self.name}: needs the sim's card deck as weights=DIR; found none",
+                hint="write one with `from vidmem.sim.cards import write_card_deck; "
+                "write_card_deck(DIR)` and pass weights=DIR")
         if not (isinstance(max_frames, int) and max_frames >= 1 and 0.0 < min_fraction <= 1.0):
             raise UserInputError(
                 f"{self.name}: need max_frames >= 1 and 0 < min_fraction <= 1; found "
                 f"{max_frames!r}, {min_fraction!r}", hint="omit them for the defaults 4 and 0.5")
-        super().__init__(weights=None, device=device, dtype=dtype, batch_size=batch_size,
+        super().__init__(weights=weights, device=device, dtype=dtype, batch_size=batch_size,
                          threshold=float(threshold), max_frames=max_frames,
-                         min_fraction=float(min_fraction), card_scale=CARD_SCALE,
-                         detector="classic/sift", kind="offline proxy, not a VLM")
+                         min_fraction=float(min_fraction), detector="classic/sift",
+                         kind="offline proxy, not a VLM")
+        assert self.weights_path is not None  # resolve_weights raises when it is missing
+        self.deck = CardDeck(self.weights_path)
+        self.settings["card_scale"] = self.deck.card_scale
         self.threshold = float(threshold)
         self.max_frames = max_frames
         self.min_fraction = float(min_fraction)
@@ -244,6 +324,10 @@ class SimCardJudge(BackendBase):
                 item, ev = self._one(entry, frames, by_id)
                 items.append(item)
                 evidence[item["entity_id"]] = ev
+        except VidmemError as exc:  # e.g. a card file edited after the deck was written
+            why = exc.message + (f" (fix: {exc.hint})" if exc.hint else "")
+            return JudgeResult(request.item_id, "error", None, "", 1, self.name,
+                               error=f"item {request.item_id}: {self.name}: {why}")
         except Exception as exc:  # a bug must not stop a run; it is reported per item
             return JudgeResult(request.item_id, "error", None, "", 1, self.name,
                                error=f"item {request.item_id}: {self.name} internal error: "
@@ -267,26 +351,26 @@ class SimCardJudge(BackendBase):
     def _needed(self, n_frames: int) -> int:
         return max(1, math.ceil(self.min_fraction * n_frames - 1e-9))
 
-    def _cards(self, entry: dict[str, Any]) -> dict[str, Appearance] | None:
+    def _cards(self, entry: dict[str, Any]) -> dict[str, Look] | None:
         texts = entry.get("states") if isinstance(entry.get("states"), dict) else None
         if not texts:
             texts = {str(entry.get("state") or "current"): entry.get("appearance")}
-        cards = {str(k): a for k, v in texts.items() if (a := parse_appearance(v)) is not None}
-        current = parse_appearance(entry.get("appearance"))
+        cards = {str(k): a for k, v in texts.items() if (a := self.deck.parse(v)) is not None}
+        current = self.deck.parse(entry.get("appearance"))
         if current is None:
             return None
         if current not in cards.values():
             cards[str(entry.get("state") or "current")] = current
         return cards
 
-    def _detect(self, frame: np.ndarray, app: Appearance) -> tuple[float, tuple[float, ...] | None]:
+    def _detect(self, frame: np.ndarray, app: Look) -> tuple[float, tuple[float, ...] | None]:
         """Best ``(score, box)`` of a card in a frame (``(0, None)`` when not found)."""
         copies = self._copies(frame, app, 1)
         return copies[0] if copies else (0.0, None)
 
-    def _copies(self, frame: np.ndarray, app: Appearance,
+    def _copies(self, frame: np.ndarray, app: Look,
                 most: int) -> list[tuple[float, tuple[float, ...]]]:
-        card = np.ascontiguousarray(card_image(app.asset or "", app.state)[..., :3])
+        card = np.ascontiguousarray(self.deck.card(app.asset or "", app.state)[..., :3])
         if app.count > 1:  # identical copies: query-side ratio test, repeated fits
             return self._sift.detect_copies(frame, card, most)
         hits = self._sift.detect([frame], image_query=card, threshold=self.threshold)[0]
@@ -305,7 +389,7 @@ class SimCardJudge(BackendBase):
         need = self._needed(len(frames))
         first = next(iter(cards.values()))
         if first.place is not None:
-            hists = _place_hists()
+            hists = self.deck.place_hists
             hits = 0
             for f in frames:
                 h = _hist(f)
@@ -337,7 +421,7 @@ class SimCardJudge(BackendBase):
         label = max(dets, key=lambda k: dets[k][0])
         return label, dets[label][0], dets[label][1]
 
-    def _state(self, hit: list[Any], cards: dict[str, Appearance]) -> str:
+    def _state(self, hit: list[Any], cards: dict[str, Look]) -> str:
         """The card that, aligned by its own detection (else by the best card's),
         differs least from the pixels."""
         if len(cards) == 1:
@@ -350,7 +434,7 @@ class SimCardJudge(BackendBase):
                 x0, y0, x1, y1 = (int(round(v)) for v in box)
                 if x1 - x0 < 4 or y1 - y0 < 4:
                     continue
-                card = cv2.resize(np.asarray(card_image(app.asset or "", app.state)),
+                card = cv2.resize(np.asarray(self.deck.card(app.asset or "", app.state)),
                                   (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
                 m = card[..., 3] > 127
                 if m.sum() >= 16:
@@ -359,8 +443,8 @@ class SimCardJudge(BackendBase):
         scored = {k: float(np.mean(v)) for k, v in cost.items() if v}
         return min(scored, key=lambda k: scored[k]) if scored else self._best(hit[0][1])[0]
 
-    def _instance(self, hit: list[Any], cards: dict[str, Appearance],
-                  mate_cards: dict[str, Appearance]) -> bool:
+    def _instance(self, hit: list[Any], cards: dict[str, Look],
+                  mate_cards: dict[str, Look]) -> bool:
         """Is what was found this entity rather than its look-alike? Both cards are
         searched in the found box (10% margin); the entity wins ties."""
         wins = 0
@@ -375,7 +459,7 @@ class SimCardJudge(BackendBase):
             wins += own >= other
         return wins * 2 > len(hit)
 
-    def _count(self, hit: list[Any], cards: dict[str, Appearance]) -> int:
+    def _count(self, hit: list[Any], cards: dict[str, Look]) -> int:
         counts = []
         for f, dets in hit:
             app = cards[self._best(dets)[0]]
