@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vidmem.models.backends.base import import_torch
+
 __all__ = ["PathLike"]
 
 PathLike = str | os.PathLike[str]
@@ -45,7 +47,7 @@ def _out_dir(path: PathLike) -> Path:
 @contextmanager
 def _seeded(seed: int) -> Iterator[None]:
     """Seed torch for a model's initialisation, restoring the caller's random state after."""
-    import torch
+    torch = import_torch()  # torch is imported only in models/backends (clear message if missing)
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy.optimize import least_squares
 
-if TYPE_CHECKING:
-    # Annotation only: halflife imports this module, so a runtime import would cycle.
-    from vidmem.stats.halflife import HalfLifeFit
+#: the caller's result type (``HalfLifeFit``); this module never names it, so the import
+#: goes one way only: halflife -> halflife_fit.
+R = TypeVar("R")
 
 _N_GRID = 32  # decay-time starts on the profile grid
 _N_POLISH = 3  # of which this many best are polished with Levenberg-Marquardt
@@ -111,9 +111,13 @@ def _fit_stage(
     t_ref: float,
     min_r2: float,
     details: dict[str, Any],
-    result: Callable[..., HalfLifeFit],
-) -> HalfLifeFit:
-    """Fit validated data (>= 3 distinct gaps, positive fidelity range) and check it."""
+    result: Callable[..., R],
+) -> R:
+    """Fit validated data (>= 3 distinct gaps, positive fidelity range) and check it.
+
+    ``result(check, why, value=None)`` builds the answer (a ``HalfLifeFit``): ``check``
+    and ``why`` name the failed check, or are ``None`` with the value when all hold.
+    """
     y_lo = float(y.min())
     y_range = float(details["fidelity_range"])
     # Normalised, centred coordinates (see the module docstring).
