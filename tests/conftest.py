@@ -1,4 +1,15 @@
-"""Test-wide settings: never touch the network, never write to the user's caches."""
+"""Test-wide settings: never touch the network, never write to the user's caches.
+
+The network guard (:func:`pytest_configure`) refuses, with a ``NetworkBlockedError``
+naming the address, every socket connection, datagram and host-name lookup that is not
+to this machine: only loopback (127.0.0.0/8, ::1, ``localhost``) and AF_UNIX pass. It
+is a :func:`sys.addaudithook` hook, so it fires inside the C socket functions before the
+connect/send system call, whoever holds a reference to them (``socket.create_connection``,
+urllib3, httpx, asyncio, ssl). One gap: a host name passed straight to
+``socket.connect()`` is resolved by C before the audit event, so that one lookup may go
+out; the connection is still refused. Spawned worker processes do not load this file;
+they talk to the parent over pipes and AF_UNIX sockets.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +20,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+import ipaddress  # noqa: E402
 import json  # noqa: E402
+import socket  # noqa: E402
+import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -21,6 +35,118 @@ import pytest  # noqa: E402
 from vidmem.generators.protocol import GenerationRequest, GenerationResult  # noqa: E402
 from vidmem.sim.build import build  # noqa: E402
 from vidmem.sim.generator import SimGenerator  # noqa: E402
+
+# -- network guard --------------------------------------------------------------------
+
+
+class NetworkBlockedError(RuntimeError):
+    """A test tried to reach a host other than this machine.
+
+    A RuntimeError, not an OSError, so that retry loops and ``except OSError`` fallbacks
+    in the code under test do not swallow it.
+    """
+
+
+_GUARD = {"on": False, "hooked": False}
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+_LOOKUP_EVENTS = frozenset(
+    {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex"}
+)
+_REVERSE_EVENTS = frozenset({"socket.gethostbyaddr", "socket.getnameinfo"})
+_SEND_EVENTS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
+
+
+def _host_text(host: object) -> str | None:
+    if isinstance(host, bytes | bytearray):
+        host = bytes(host).decode("ascii", "replace")
+    if not isinstance(host, str):
+        return None
+    return host.strip().strip("[]").split("%", 1)[0].rstrip(".").lower()
+
+
+def _is_loopback(host: object) -> bool:
+    """127.0.0.0/8, ::1 (also as ::ffff:127.x.x.x) or a localhost name."""
+    text = _host_text(host)
+    if text is None:
+        return False
+    if text in _LOOPBACK_NAMES or text.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _lookup_is_local(host: object) -> bool:
+    """Resolving these sends nothing: no host (bind), an IP literal, loopback, ourselves."""
+    if host is None:
+        return True
+    text = _host_text(host)
+    if text is None:
+        return False
+    if text in ("", "*") or _is_loopback(text):
+        return True
+    try:
+        ipaddress.ip_address(text)
+        return True  # a literal is parsed, not looked up; connecting to it is checked apart
+    except ValueError:
+        pass
+    return text == socket.gethostname().lower()
+
+
+def _network_guard(event: str, args: tuple) -> None:
+    if not _GUARD["on"] or not event.startswith("socket."):
+        return
+    if event in _LOOKUP_EVENTS:
+        host = args[0] if args else None
+        if not _lookup_is_local(host):
+            raise NetworkBlockedError(
+                f"network access is blocked in tests: {event}({host!r}) would look up a "
+                "host that is not this machine; only loopback (127.0.0.0/8, ::1, localhost) "
+                "and AF_UNIX are allowed (guard in tests/conftest.py)"
+            )
+        return
+    if event in _REVERSE_EVENTS:  # a reverse lookup of any address but ours is a query
+        host = args[0][0] if args and isinstance(args[0], tuple) and args[0] else args[0]
+        text = _host_text(host)
+        if not (_is_loopback(host) or text == socket.gethostname().lower()):
+            raise NetworkBlockedError(
+                f"network access is blocked in tests: {event}({host!r}) would query a "
+                "name server; only loopback (127.0.0.0/8, ::1, localhost) and AF_UNIX are "
+                "allowed (guard in tests/conftest.py)"
+            )
+        return
+    if event not in _SEND_EVENTS:
+        return
+    sock, address = args[0], args[-1]
+    if event != "socket.connect" and address is None:
+        return  # send on an already connected socket: its connect was checked
+    family = getattr(sock, "family", None)
+    if family == socket.AF_UNIX:
+        return
+    inet = family in (socket.AF_INET, socket.AF_INET6)
+    if inet and isinstance(address, tuple) and address and _is_loopback(address[0]):
+        return
+    raise NetworkBlockedError(
+        f"network access is blocked in tests: {event} to {address!r} "
+        f"(family {getattr(family, 'name', family)}); only loopback (127.0.0.0/8, ::1, "
+        "localhost) and AF_UNIX are allowed (guard in tests/conftest.py)"
+    )
+
+
+def pytest_configure(config):
+    """Turn the network guard on for the whole run (audit hooks cannot be removed)."""
+    if not _GUARD["hooked"]:
+        sys.addaudithook(_network_guard)
+        _GUARD["hooked"] = True
+    _GUARD["on"] = True
+
+
+def pytest_unconfigure(config):
+    _GUARD["on"] = False
 
 
 @pytest.fixture(autouse=True)
