@@ -241,8 +241,8 @@ def test_cli_validate_requests_score_report_and_cached_rescoring(dataset, tmp_pa
     html = (tmp_path / "run" / "report" / "report.html").read_text()
     assert "data:image/png;base64," in html and "not applicable" in html.lower()
     code, _, err = _cli(capsys, "score", "memory_loop", "--root", root, "--videos",
-                        str(dataset / "measured"), "--out", str(tmp_path / "r3"), "--scorer", "best")
-    assert code == 2 and "unknown memory-loop scorer path 'best'" in err
+                        str(dataset / "measured"), "--out", str(tmp_path / "r3"), "--preset", "best")
+    assert code == 2 and "unknown memory-loop scorer preset 'best'" in err
 
 
 def test_official_path_with_tiny_random_dinov2(dataset, tmp_path):

@@ -36,7 +36,7 @@ BOOTSTRAP = {"n_resamples": 2000, "seed": 0, "confidence": 0.95}
 def is_official(config: ScorerConfig) -> bool:
     """The protocol's backends and settings: the official preset, every frame, default threshold."""
     preset = PRESETS["official"]
-    return (config.path == "official" and config.stride == 1 and config.detector_threshold is None
+    return (config.preset == "official" and config.stride == 1 and config.detector_threshold is None
             and all(getattr(config, role) == preset[role] for role in ("detector", "segmenter", "embedder")))
 
 
@@ -177,7 +177,7 @@ class CMBench(Benchmark):
         return {
             "task_score": "max over scored continuation frames of cos(embedding(reference crop), embedding(target crop)); 0 when never detected",
             "benchmark_score": "mean over tasks; also by type x task_type; percentile bootstrap CI over tasks",
-            "scorer_path": config.path,
+            "preset": config.preset,
             "official_backends": is_official(config),
             "crop_background_fill_rgb": [124, 116, 104],
             "detection": "text queries target_label + target_aliases (text detectors) or the reference box crop "

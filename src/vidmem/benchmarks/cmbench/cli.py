@@ -18,7 +18,7 @@ VALIDATE_OPTIONS = (
     CliOption("no_probe", ("--no-probe",), bool, False, "Skip opening the videos."),
 )
 SCORER_OPTIONS = (
-    CliOption("scorer", ("--scorer",), str, "offline",
+    CliOption("preset", ("--preset", "--scorer"), str, "offline",
               "official (OWL-ViT+SAM 2+DINOv2), direct, or offline (classic proxies)."),
     CliOption("detector", ("--detector",), str | None, None, "Override the preset's detector (family/variant)."),
     CliOption("segmenter", ("--segmenter",), str | None, None, "Override the preset's segmenter (family/variant)."),
@@ -38,12 +38,12 @@ SCORE_OPTIONS = (
 )
 
 
-def scorer_config(scorer: str = "offline", detector: str | None = None, segmenter: str | None = None,
+def scorer_config(preset: str = "offline", detector: str | None = None, segmenter: str | None = None,
                   embedder: str | None = None, backend_opt: list[str] | None = None,
                   device: str | None = None, model_dir: Path | None = None, stride: int = 1,
                   threshold: float | None = None) -> ScorerConfig:
     """The scorer configuration of a preset with the command line's overrides."""
-    cfg = ScorerConfig.from_preset(scorer, detector=detector, segmenter=segmenter, embedder=embedder,
+    cfg = ScorerConfig.from_preset(preset, detector=detector, segmenter=segmenter, embedder=embedder,
                                    stride=stride, detector_threshold=threshold)
     names = [n for n in (cfg.detector, cfg.segmenter, cfg.embedder) if n is not None]
     options: dict[str, Any] = backend_options_for(names, backend_opt, device, model_dir)

@@ -38,7 +38,7 @@ def build_cmbench_report(run: Any) -> Report:
         "CMBench: context-memory recall",
         "official protocol backends" if official else "non-official backends (offline proxy or overrides)",
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at, "status": m.status,
-              "scorer path": scorer.get("path", "?"),
+              "scorer preset": scorer.get("preset", "?"),
               "backends": ", ".join(str(scorer.get(k)) for k in ("detector", "segmenter", "embedder")),
               "dataset": m.config.get("dataset_root", "?")},
     )

@@ -13,7 +13,7 @@ protocol notes:
    it the same way.
 3. Embed both crops, cosine; task score = max over frames (0 when never detected).
 
-Scorer paths: ``official`` (OWL-ViT + SAM 2 + DINOv2), ``direct`` (the diagnostic of the
+Scorer presets: ``official`` (OWL-ViT + SAM 2 + DINOv2), ``direct`` (the diagnostic of the
 published code: the annotated box re-scaled onto every frame, no detector), ``offline``
 (classic SIFT + GrabCut + colour/texture embedder; a proxy for machines without weights,
 never the official protocol). Backends can be overridden one by one.
@@ -34,7 +34,7 @@ from vidmem.io.video import iter_frames as _iter_frames
 from vidmem.io.video import probe, read_frames
 from vidmem.metrics.crop_recall import cosine_rows, task_score
 
-ScorerPath = Literal["official", "direct", "offline"]
+Preset = Literal["official", "direct", "offline"]
 FILL_RGB = (124, 116, 104)
 
 PRESETS: dict[str, dict[str, str | None]] = {
@@ -49,7 +49,7 @@ class ScorerConfig:
     """Everything that changes a CMBench score (recorded in run.json and item keys).
 
     Attributes:
-        path: ``official`` | ``direct`` | ``offline`` (see module docstring).
+        preset: ``official`` | ``direct`` | ``offline`` (see module docstring).
         detector, segmenter, embedder: backend names; ``detector`` is ``None`` for direct.
         detector_threshold: overrides the detector's own default threshold when set
             (passed to the detector's constructor, so a bad value fails at load).
@@ -58,7 +58,7 @@ class ScorerConfig:
         backend_options: per backend name, constructor options (weights, device...).
     """
 
-    path: ScorerPath = "offline"
+    preset: Preset = "offline"
     detector: str | None = "classic/sift"
     segmenter: str = "classic/grabcut"
     embedder: str = "classic/hsv-lbp"
@@ -68,12 +68,12 @@ class ScorerConfig:
     backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def from_preset(cls, path: str, **overrides: Any) -> ScorerConfig:
-        if path not in PRESETS:
-            raise UserInputError(f"unknown CMBench scorer path '{path}'", hint=f"use one of {sorted(PRESETS)}")
-        values: dict[str, Any] = {**PRESETS[path], "path": path}
+    def from_preset(cls, preset: str, **overrides: Any) -> ScorerConfig:
+        if preset not in PRESETS:
+            raise UserInputError(f"unknown CMBench scorer preset '{preset}'", hint=f"use one of {sorted(PRESETS)}")
+        values: dict[str, Any] = {**PRESETS[preset], "preset": preset}
         values.update({k: v for k, v in overrides.items() if v is not None})
-        if path == "direct":
+        if preset == "direct":
             values["detector"] = None
         if int(values.get("stride", 1)) < 1 or int(values.get("batch_size", 1)) < 1:
             raise UserInputError("CMBench scorer: stride and batch_size must be >= 1")
@@ -81,7 +81,7 @@ class ScorerConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "path": self.path, "detector": self.detector, "segmenter": self.segmenter,
+            "preset": self.preset, "detector": self.detector, "segmenter": self.segmenter,
             "embedder": self.embedder, "detector_threshold": self.detector_threshold,
             "stride": self.stride, "batch_size": self.batch_size, "fill_rgb": list(FILL_RGB),
             "backend_options": {k: dict(v) for k, v in self.backend_options.items()},
@@ -133,8 +133,8 @@ class CMBenchScorer:
         self.detector = detector
         self.segmenter = segmenter
         self.embedder = embedder
-        if config.path != "direct" and detector is None:
-            raise UserInputError("CMBench scorer: a detector is required unless the path is 'direct'")
+        if config.preset != "direct" and detector is None:
+            raise UserInputError("CMBench scorer: a detector is required unless the preset is 'direct'")
 
     # -- references -------------------------------------------------------------------
 
@@ -178,7 +178,7 @@ class CMBenchScorer:
         frames_out: list[dict[str, Any]] = []
         sims_all: list[list[float]] = []
         for indices, batch in _iter_frames(video, stride=self.config.stride, batch_size=self.config.batch_size):
-            if self.config.path == "direct":
+            if self.config.preset == "direct":
                 dets = self._direct_boxes(refs, w, h, len(indices))
             else:
                 dets = self._detect(task, batch, refs)

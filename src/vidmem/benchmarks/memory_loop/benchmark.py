@@ -36,7 +36,7 @@ NOT_CAUSAL = ("A larger half-life value is not a longer causal memory: it says o
 
 def is_official(config: ScorerConfig) -> bool:
     """True for the official path with an official embedder and the protocol's settings."""
-    return (config.path == "official" and config.embedder == PRESETS["official"]
+    return (config.preset == "official" and config.embedder == PRESETS["official"]
             and config.protocol_defaults)
 
 

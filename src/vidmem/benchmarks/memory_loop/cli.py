@@ -20,7 +20,7 @@ REQUESTS_OPTIONS = (
     CliOption("seed", ("--seed",), int, 0, "Generation seed written into every request."),
 )
 SCORER_OPTIONS = (
-    CliOption("scorer", ("--scorer",), str, "offline", "official (DINOv2) or offline (classic/hsv-lbp proxy)."),
+    CliOption("preset", ("--preset", "--scorer"), str, "offline", "official (DINOv2) or offline (classic/hsv-lbp proxy)."),
     CliOption("embedder", ("--embedder",), str | None, None,
               "Override the preset's image embedder (family/variant)."),
     CliOption("backend_opt", ("--backend-opt",), list[str] | None, None,
@@ -37,13 +37,13 @@ SCORER_OPTIONS = (
 )
 
 
-def scorer_config(scorer: str = "offline", embedder: str | None = None,
+def scorer_config(preset: str = "offline", embedder: str | None = None,
                   backend_opt: list[str] | None = None, device: str | None = None,
                   model_dir: Path | None = None, pose_radius: float | None = None,
                   rotation_weight: float | None = None, max_pairs: int | None = None,
                   t_ref: float | None = None) -> ScorerConfig:
     """The scorer configuration of a preset with the command line's overrides."""
-    cfg = ScorerConfig.from_preset(scorer, embedder=embedder, pose_radius=pose_radius,
+    cfg = ScorerConfig.from_preset(preset, embedder=embedder, pose_radius=pose_radius,
                                    rotation_weight=rotation_weight, max_pairs=max_pairs,
                                    t_ref_seconds=t_ref)
     opts = backend_options_for([cfg.embedder], backend_opt, device, model_dir)[cfg.embedder]

@@ -19,7 +19,7 @@ Follows ``PROTOCOLS.md`` section 2 (seed 002):
 3. **Half-life**: :func:`vidmem.stats.halflife.fit_half_life` (``t_ref`` 60 s) on
    (gap, fidelity); status ``official`` or ``not_applicable`` with its reason.
 
-Embedder paths: ``official`` (DINOv2, ``dinov2/base``) and ``offline`` (the
+Scorer presets: ``official`` (DINOv2, ``dinov2/base``) and ``offline`` (the
 ``classic/hsv-lbp`` colour/texture proxy, never the official protocol).
 """
 
@@ -45,7 +45,7 @@ from vidmem.stats import halflife
 
 __all__ = ["PRESETS", "MemoryLoopScorer", "ScorerConfig", "select_pairs"]
 
-ScorerPath = Literal["official", "offline"]
+Preset = Literal["official", "offline"]
 PRESETS: dict[str, str] = {"official": "dinov2/base", "offline": "classic/hsv-lbp"}
 
 
@@ -54,7 +54,7 @@ class ScorerConfig:
     """Everything that changes a memory-loop score (recorded in run.json and item keys).
 
     Attributes:
-        path: ``official`` (DINOv2) or ``offline`` (classic proxy).
+        preset: ``official`` (DINOv2) or ``offline`` (classic proxy).
         embedder: image-embedder backend name.
         batch_size: frames per embedding batch.
         pose_radius: largest pose distance of a revisit pair (protocol 0.15).
@@ -67,7 +67,7 @@ class ScorerConfig:
         backend_options: per backend name, constructor options (weights, device...).
     """
 
-    path: ScorerPath = "offline"
+    preset: Preset = "offline"
     embedder: str = PRESETS["offline"]
     batch_size: int = 16
     pose_radius: float = revisit.DEFAULT_MATCH_THRESHOLD
@@ -79,16 +79,16 @@ class ScorerConfig:
     backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def from_preset(cls, path: str, **overrides: Any) -> ScorerConfig:
-        """The preset ``path`` with any non-``None`` override applied.
+    def from_preset(cls, preset: str, **overrides: Any) -> ScorerConfig:
+        """The ``preset`` with any non-``None`` override applied.
 
         Raises:
-            UserInputError: unknown path or a setting out of range.
+            UserInputError: unknown preset or a setting out of range.
         """
-        if path not in PRESETS:
-            raise UserInputError(f"unknown memory-loop scorer path {path!r}",
+        if preset not in PRESETS:
+            raise UserInputError(f"unknown memory-loop scorer preset {preset!r}",
                                  hint=f"use one of {sorted(PRESETS)}")
-        values: dict[str, Any] = {"path": path, "embedder": PRESETS[path]}
+        values: dict[str, Any] = {"preset": preset, "embedder": PRESETS[preset]}
         values.update({k: v for k, v in overrides.items() if v is not None})
         cfg = cls(**values)
         cfg.check()
