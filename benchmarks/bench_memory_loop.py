@@ -36,7 +36,7 @@ from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
 from vidmem.io.video import probe
 from vidmem.runners import benchmark_run as runner
 from vidmem.runners.sim_build import build
-from vidmem.sim.generator import SimGenerator
+from vidmem.generators.sim import SimGenerator
 
 
 def _render(ds, videos: Path, memory: str, seconds: float, fps: float, size: tuple[int, int],

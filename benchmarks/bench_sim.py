@@ -30,7 +30,7 @@ from typing import Any
 
 from vidmem.generators.protocol import GenerationRequest
 from vidmem.runners.sim_build import build
-from vidmem.sim.generator import SimGenerator
+from vidmem.generators.sim import SimGenerator
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

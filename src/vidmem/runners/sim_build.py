@@ -13,11 +13,13 @@ import importlib
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vidmem.errors import UnknownNameError, UserInputError
 from vidmem.registry import BENCHMARKS, unknown_name_message
-from vidmem.sim.build import BuildSummary
+
+if TYPE_CHECKING:
+    from vidmem.sim.build import BuildSummary
 
 __all__ = ["build", "builders"]
 

@@ -28,8 +28,6 @@ Modules:
   grammar (:mod:`~vidmem.sim.prompts`), CMBench continuations
   (:mod:`~vidmem.sim.gen_cmbench`), loop rollouts (:mod:`~vidmem.sim.gen_loop`) and
   story segments (:mod:`~vidmem.sim.gen_track_b`, :mod:`~vidmem.sim.story_memory`).
-  :mod:`~vidmem.sim.generator` is a shim that re-exports it until the catalog names the
-  new home.
 * :mod:`~vidmem.sim.cards` -- the card deck: the sim's appearance phrases and entity /
   place images as plain files, the weights of ``judge/sim-cards``.
 

@@ -39,7 +39,7 @@ from vidmem.benchmarks.memory_loop.data import generation_requests, load_memory_
 from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
 from vidmem.runners import benchmark_run as runner
 from vidmem.runners.sim_build import build
-from vidmem.sim.generator import SimGenerator
+from vidmem.generators.sim import SimGenerator
 
 SECONDS, FPS, W, H = 60.0, 4.0, 160, 90
 TAUS = (5, 15, 45)
