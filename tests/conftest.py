@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from vidmem.generators.protocol import GenerationRequest, GenerationResult  # noqa: E402
-from vidmem.sim.build import build  # noqa: E402
-from vidmem.sim.generator import SimGenerator  # noqa: E402
+from vidmem.generators.sim import SimGenerator  # noqa: E402
+from vidmem.runners.sim_build import build  # noqa: E402
 
 # -- network guard --------------------------------------------------------------------
 
