@@ -180,7 +180,7 @@ def test_blocked_computation_matches_one_block(monkeypatch):
     pos = np.c_[np.sin(t / 5.0), 0 * t, np.zeros_like(t)]
     poses = _track(yaw_deg=yaw, positions=pos)
     one = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
-    monkeypatch.setattr(pose_distance_mod, "_BLOCK_ENTRIES", 7 * 300)  # 7 rows per block
+    monkeypatch.setattr(pose_distance_mod, "BLOCK_ENTRIES", 7 * 300)  # 7 rows per block
     many = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
     assert many == one and len(one) > 24
     assert np.allclose(pose_distance_matrix(poses), pose_distance_matrix(poses).T)

@@ -11,10 +11,11 @@ pydantic sees it and report every problem at once; both then look for one genera
 * :func:`raise_on_load_errors`: refuse a dataset whose report holds errors;
 * :func:`find_row`: a row by id, with "did you mean" when there is none;
 * :class:`VideoFolderScan` and :func:`scan_video_folder`: which ``<id>.mp4`` files exist
-  and open;
-* the JSON value helpers ``_is_int``, ``_is_number`` and ``_type_name``.
+  and open.
 
-The benchmark modules re-export these under their historical names.
+The benchmark modules re-export these under their historical names. The JSON value
+checks they share (``is_int``, ``is_number``, ``type_name``) live in
+:mod:`vidmem.values`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.io.video import VideoInfo, probe
+from vidmem.values import type_name
 
 __all__ = [
     "MAX_LISTED_ERRORS",
@@ -43,29 +45,6 @@ __all__ = [
 
 #: At most this many errors (or missing videos) are spelled out in one message.
 MAX_LISTED_ERRORS = 20
-
-
-# --------------------------------------------------------------------------- JSON values
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _type_name(v: object) -> str:
-    return {
-        dict: "object",
-        list: "array",
-        str: "string",
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        type(None): "null",
-    }.get(type(v), type(v).__name__)
 
 
 # --------------------------------------------------------------------------- problems, report
@@ -260,7 +239,7 @@ def read_jsonl_rows(
                 Problem(
                     f"line {number}",
                     "",
-                    f"expected a JSON object, found {_type_name(obj)}",
+                    f"expected a JSON object, found {type_name(obj)}",
                     line=number,
                 )
             )

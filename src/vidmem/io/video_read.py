@@ -16,13 +16,9 @@ import numpy as np
 from vidmem.errors import UserInputError, VideoError
 from vidmem.io.video_decoder import DecodeStats, open_reader
 from vidmem.io.video_probe import VideoInfo, index_at_time, probe
+from vidmem.values import is_int_like
 
 __all__ = ["iter_frames", "read_frames", "read_frames_at"]
-
-
-def _is_int(value: Any) -> bool:
-    """True for an int or numpy integer; False for bools (``True`` is not an index)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _as_index_list(indices: Any, info: VideoInfo) -> list[int]:
@@ -46,7 +42,7 @@ def _as_index_list(indices: Any, info: VideoInfo) -> list[int]:
         values = list(indices)
     out: list[int] = []
     for pos, v in enumerate(values):
-        if not _is_int(v):
+        if not is_int_like(v):
             raise UserInputError(
                 f"{info.path}: frame index at position {pos} must be an int, found "
                 f"{type(v).__name__} {v!r}",
@@ -190,17 +186,17 @@ def iter_frames(
     """
     info = probe(path)
     for name, value, low in (("start", start, 0), ("stride", stride, 1)):
-        if not _is_int(value) or value < low:
+        if not is_int_like(value) or value < low:
             raise UserInputError(
                 f"{info.path}: iter_frames {name} must be an int >= {low}, found {value!r}",
                 hint=f"pass {name}={low} or larger",
             )
-    if stop is not None and (not _is_int(stop) or stop < 0):
+    if stop is not None and (not is_int_like(stop) or stop < 0):
         raise UserInputError(
             f"{info.path}: iter_frames stop must be None or an int >= 0, found {stop!r}",
             hint="pass stop=None for the whole video",
         )
-    if batch_size is not None and (not _is_int(batch_size) or batch_size < 1):
+    if batch_size is not None and (not is_int_like(batch_size) or batch_size < 1):
         raise UserInputError(
             f"{info.path}: iter_frames batch_size must be None or an int >= 1, found "
             f"{batch_size!r}",

@@ -20,13 +20,11 @@ import numpy as np
 from vidmem.metrics.kv_pruning import (
     KVLogError,
     KVRow,
-    _is_int,
-    _is_number,
-    _rows_ratio,
     fps,
     mean_pruning_ratio,
     pooled_pruning_ratio,
 )
+from vidmem.values import is_int_like, is_number_like
 
 __all__ = ["KVLog", "KVTiming", "parse_kv_log"]
 
@@ -132,7 +130,7 @@ class KVLog:
         by_task: dict[str, list[KVRow]] = {}
         for r in self.rows:
             by_task.setdefault(r.task_id, []).append(r)
-        return {task: _rows_ratio(rows) for task, rows in by_task.items()}
+        return {task: pooled_pruning_ratio(rows) for task, rows in by_task.items()}
 
     def mean_pruning_ratio(self) -> float | None:
         """Headline PR: mean of the per-task PR values (:func:`mean_pruning_ratio`).
@@ -216,16 +214,16 @@ class KVLog:
 
 
 def _is_count(v: Any) -> bool:
-    return _is_int(v) and v >= 0
+    return is_int_like(v) and v >= 0
 
 
 def _is_seconds(v: Any) -> bool:
-    return _is_number(v) and math.isfinite(float(v)) and float(v) >= 0
+    return is_number_like(v) and math.isfinite(float(v)) and float(v) >= 0
 
 
 def _numbered(rows: Iterable[Any]) -> Iterable[tuple[int, Any]]:
     for position, item in enumerate(rows, start=1):
-        if isinstance(item, tuple) and len(item) == 2 and _is_int(item[0]):
+        if isinstance(item, tuple) and len(item) == 2 and is_int_like(item[0]):
             yield int(item[0]), item[1]
         else:
             yield position, item

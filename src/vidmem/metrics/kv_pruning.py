@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from vidmem.values import is_int_like, is_number_like
+
 __all__ = [
     "KVLogError",
     "KVRow",
@@ -101,14 +103,6 @@ class KVRow:
 
 
 # --------------------------------------------------------------------------- numbers
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
 
 
 def _count_array(values: Any, name: str) -> np.ndarray:
@@ -194,15 +188,6 @@ def pruning_ratio(
     return (total_full - total_visible) / total_full
 
 
-def _rows_ratio(rows: Iterable[KVRow]) -> float | None:
-    rows = list(rows)
-    return pruning_ratio(
-        np.array([r.k_visible for r in rows], dtype=np.int64),
-        np.array([r.k_full for r in rows], dtype=np.int64),
-        np.array([r.current for r in rows], dtype=bool),
-    )
-
-
 def mean_pruning_ratio(per_task: Mapping[str, float | None]) -> float | None:
     """Headline PR: the arithmetic mean of per-task PR values (the CMBench card).
 
@@ -228,7 +213,7 @@ def mean_pruning_ratio(per_task: Mapping[str, float | None]) -> float | None:
     for task, v in per_task.items():
         if v is None:
             continue
-        if not _is_number(v):
+        if not is_number_like(v):
             raise ValueError(f"task {task!r}: PR must be a number or None, found {v!r}")
         fv = float(v)
         if not (math.isfinite(fv) and 0.0 <= fv <= 1.0):
@@ -258,7 +243,12 @@ def pooled_pruning_ratio(rows: Iterable[KVRow]) -> float | None:
         >>> round(pooled_pruning_ratio(rows), 6)  # 1 - 900 / 1010
         0.108911
     """
-    return _rows_ratio(rows)
+    rows = list(rows)
+    return pruning_ratio(
+        np.array([r.k_visible for r in rows], dtype=np.int64),
+        np.array([r.k_full for r in rows], dtype=np.int64),
+        np.array([r.current for r in rows], dtype=bool),
+    )
 
 
 def fps(frames: int | None, seconds: float | None) -> float | None:
@@ -283,9 +273,9 @@ def fps(frames: int | None, seconds: float | None) -> float | None:
     """
     if frames is None or seconds is None:
         return None
-    if not _is_int(frames):
+    if not is_int_like(frames):
         raise ValueError(f"frames must be an int >= 0, found {frames!r}")
-    if not _is_number(seconds):
+    if not is_number_like(seconds):
         raise ValueError(f"seconds must be a number >= 0, found {seconds!r}")
     if frames < 0:
         raise ValueError(f"frames must be >= 0, found {frames}")
@@ -321,7 +311,7 @@ def speedup(fps_run: float | None, fps_baseline: float | None) -> float | None:
     if fps_run is None or fps_baseline is None:
         return None
     for name, v in (("fps_run", fps_run), ("fps_baseline", fps_baseline)):
-        if not _is_number(v):
+        if not is_number_like(v):
             raise ValueError(f"{name} must be a number >= 0 or None, found {v!r}")
         if math.isnan(float(v)) or float(v) < 0:
             raise ValueError(f"{name} must be >= 0, found {float(v)}")

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from vidmem.errors import UserInputError
+from vidmem.values import is_number_like
 
 __all__ = ["DEFAULT_ROTATION_WEIGHT", "pose_distance_matrix"]
 
@@ -24,13 +25,13 @@ TRANSLATION_EPS = 1e-9
 #: Largest allowed |R^T R - I| entry and |det R - 1| for a rotation block.
 _ORTHO_TOL = 1e-3
 #: Distance-matrix entries computed per block.
-_BLOCK_ENTRIES = 2**18
+BLOCK_ENTRIES = 2**18
 
 
 # --------------------------------------------------------------------- validation
 
 
-def _check_poses(poses: object, where: str) -> np.ndarray:
+def check_poses(poses: object, where: str) -> np.ndarray:
     """Return ``poses`` as a float64 ``(N, 4, 4)`` array of rigid camera-to-world poses."""
     try:
         arr = np.asarray(poses, dtype=np.float64)
@@ -65,9 +66,9 @@ def _check_poses(poses: object, where: str) -> np.ndarray:
     return arr
 
 
-def _check_positive(value: object, name: str, where: str, *, allow_zero: bool = False) -> float:
-    ok_type = not isinstance(value, bool) and isinstance(value, (int, float, np.number))
-    v = float(value) if ok_type else math.nan  # type: ignore[arg-type]
+def check_positive(value: object, name: str, where: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float if it is a finite number > 0 (>= 0 with ``allow_zero``)."""
+    v = float(value) if is_number_like(value) else math.nan  # type: ignore[arg-type]
     if not (math.isfinite(v) and (v >= 0 if allow_zero else v > 0)):
         need = "a finite number >= 0" if allow_zero else "a finite number > 0"
         raise UserInputError(
@@ -80,7 +81,7 @@ def _check_positive(value: object, name: str, where: str, *, allow_zero: bool = 
 # --------------------------------------------------------------------- distances
 
 
-class _Track:
+class PoseTrack:
     """Pose features for fast distance rows: scaled positions and flat rotations."""
 
     def __init__(self, poses: np.ndarray, rotation_weight: float) -> None:
@@ -136,12 +137,12 @@ def pose_distance_matrix(
         [[0.0, 1.0], [1.0, 0.0]]
     """
     where = "pose_distance_matrix"
-    arr = _check_poses(poses, where)
-    w = _check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
+    arr = check_poses(poses, where)
+    w = check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
     n = arr.shape[0]
-    track = _Track(arr, w)
+    track = PoseTrack(arr, w)
     out = np.empty((n, n), dtype=np.float32)
-    step = max(1, _BLOCK_ENTRIES // max(n, 1))
+    step = max(1, BLOCK_ENTRIES // max(n, 1))
     for r0 in range(0, n, step):
         out[r0 : r0 + step] = track.rows(r0, min(n, r0 + step))
     return out

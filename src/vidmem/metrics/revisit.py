@@ -64,16 +64,16 @@ import numpy as np
 from vidmem.errors import UserInputError
 from vidmem.metrics.pose_distance import (
     DEFAULT_ROTATION_WEIGHT,
-    _check_poses,
-    _check_positive,
-    _Track,
+    PoseTrack,
+    check_poses,
+    check_positive,
     pose_distance_matrix,
 )
 from vidmem.metrics.revisit_pairing import (
-    _CMP_EPS,
+    CMP_EPS,
     DEFAULT_MAX_PAIRS,
     RevisitPair,
-    _pairs_checked,
+    checked_pairs,
     spread_by_gap,
 )
 
@@ -164,8 +164,8 @@ def revisit_pairs(
         [(3, 18, 1.5), (2, 19, 1.7), (1, 20, 1.9), (0, 21, 2.1)]
     """
     where = "revisit_pairs"
-    arr = _check_poses(poses, where)
-    return _pairs_checked(
+    arr = check_poses(poses, where)
+    return checked_pairs(
         where,
         np.arange(arr.shape[0], dtype=np.int64),
         arr,
@@ -226,7 +226,7 @@ def planned_pairs(
     """
     where = "planned_pairs"
     frames, poses = _read_schedule(schedule, where)
-    return _pairs_checked(
+    return checked_pairs(
         where,
         frames,
         poses,
@@ -241,7 +241,7 @@ def planned_pairs(
 
 def _read_schedule(schedule: object, where: str) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(schedule, np.ndarray) and schedule.dtype != object:
-        poses = _check_poses(schedule, where)
+        poses = check_poses(schedule, where)
         return np.arange(poses.shape[0], dtype=np.int64), poses
     if isinstance(schedule, (str, bytes)) or not isinstance(schedule, Sequence):
         raise UserInputError(
@@ -254,7 +254,7 @@ def _read_schedule(schedule: object, where: str) -> tuple[np.ndarray, np.ndarray
     first = schedule[0]
     if not (isinstance(first, Sequence) and len(first) == 2 and np.ndim(first[1]) == 2):
         # A plain nested list of 4x4 matrices.
-        poses = _check_poses(schedule, where)
+        poses = check_poses(schedule, where)
         return np.arange(poses.shape[0], dtype=np.int64), poses
     frames: list[int] = []
     mats = []
@@ -278,7 +278,7 @@ def _read_schedule(schedule: object, where: str) -> tuple[np.ndarray, np.ndarray
             )
         frames.append(int(idx))
         mats.append(item[1])
-    return np.asarray(frames, dtype=np.int64), _check_poses(mats, where)
+    return np.asarray(frames, dtype=np.int64), check_poses(mats, where)
 
 
 def return_gate(
@@ -316,20 +316,20 @@ def return_gate(
         (True, True, True, 0.5)
     """
     where = "return_gate"
-    arr = _check_poses(poses, where)
+    arr = check_poses(poses, where)
     if arr.shape[0] == 0:
         raise UserInputError(
             f"{where}: the pose track is empty", hint="pass at least one frame's pose"
         )
-    w = _check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
-    thr = _check_positive(threshold, "threshold", where)
-    exc = _check_positive(excursion_factor, "excursion_factor", where, allow_zero=True)
-    row = _Track(arr, w).rows(0, 1)[0]
+    w = check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
+    thr = check_positive(threshold, "threshold", where)
+    exc = check_positive(excursion_factor, "excursion_factor", where, allow_zero=True)
+    row = PoseTrack(arr, w).rows(0, 1)[0]
     max_dep = float(row.max())
     final = float(row[-1])
     return ReturnGate(
-        departed=max_dep >= exc * thr - _CMP_EPS,
-        returned=final <= thr + _CMP_EPS,
+        departed=max_dep >= exc * thr - CMP_EPS,
+        returned=final <= thr + CMP_EPS,
         max_departure=max_dep,
         final_distance=final,
     )

@@ -16,14 +16,14 @@ import numpy as np
 
 from vidmem.errors import UserInputError
 from vidmem.metrics import pose_distance
-from vidmem.metrics.pose_distance import _check_positive, _Track
+from vidmem.metrics.pose_distance import PoseTrack, check_positive
 
 __all__ = ["DEFAULT_MAX_PAIRS", "RevisitPair", "spread_by_gap"]
 
 DEFAULT_MAX_PAIRS = 24
 
 #: Round-off allowed in the threshold and gap comparisons.
-_CMP_EPS = 1e-9
+CMP_EPS = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +73,9 @@ def _find_pairs(
     n = poses.shape[0]
     if n < 2:
         return []
-    track = _Track(poses, rotation_weight)
-    need_exc = excursion_factor * threshold - _CMP_EPS
-    max_d = threshold + _CMP_EPS
+    track = PoseTrack(poses, rotation_weight)
+    need_exc = excursion_factor * threshold - CMP_EPS
+    max_d = threshold + CMP_EPS
     low = np.full(n, np.inf)
     best_d = np.full(n, np.inf)
     best_i = np.full(n, -1, dtype=np.int64)
@@ -83,7 +83,7 @@ def _find_pairs(
     cols = np.arange(n)
     # Read through the module: one block size governs this search and
     # pose_distance_matrix, and a test can shrink it for both at once.
-    step = max(1, pose_distance._BLOCK_ENTRIES // n)
+    step = max(1, pose_distance.BLOCK_ENTRIES // n)
     for r0 in range(0, n, step):
         r1 = min(n, r0 + step)
         rows = np.arange(r0, r1)
@@ -94,14 +94,14 @@ def _find_pairs(
         exc = np.concatenate([np.zeros((r1 - r0, 1)), run[:, :-1]], axis=1)
         gap_s = (frames[None, :] - frames[r0:r1, None]) / fps
         # Candidates: gap and match only; the excursion is checked on the chosen pair.
-        ok = later & (gap_s >= min_gap_seconds - _CMP_EPS) & (d <= max_d)
+        ok = later & (gap_s >= min_gap_seconds - CMP_EPS) & (d <= max_d)
         dc = np.where(ok, d, np.inf)
         # Smallest candidate distance so far per column; the rows of this block that
         # tie with it are later than every earlier block's, so the latest of them (if
         # any) becomes the pair. When this block lowers the minimum, the row that does
         # so ties with it, so a stale earlier choice never survives.
         low = np.minimum(low, dc.min(axis=0))
-        tie = ok & (dc <= low[None, :] + _CMP_EPS)
+        tie = ok & (dc <= low[None, :] + CMP_EPS)
         hit = tie.any(axis=0)
         last = (r1 - r0 - 1) - np.argmax(tie[::-1], axis=0)
         cj = cols[hit]
@@ -168,7 +168,7 @@ def spread_by_gap(
     return [p for p, keep in zip(ordered, used, strict=True) if keep]
 
 
-def _pairs_checked(
+def checked_pairs(
     where: str,
     frames: np.ndarray,
     poses: np.ndarray,
@@ -179,11 +179,12 @@ def _pairs_checked(
     min_gap_seconds: object,
     max_pairs: object,
 ) -> list[RevisitPair]:
-    fps_v = _check_positive(fps, "fps", where)
-    w = _check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
-    thr = _check_positive(threshold, "threshold", where)
-    exc = _check_positive(excursion_factor, "excursion_factor", where, allow_zero=True)
-    gap = _check_positive(min_gap_seconds, "min_gap_seconds", where, allow_zero=True)
+    """Check the pairing settings (naming ``where`` in errors), then find and spread the pairs."""
+    fps_v = check_positive(fps, "fps", where)
+    w = check_positive(rotation_weight, "rotation_weight", where, allow_zero=True)
+    thr = check_positive(threshold, "threshold", where)
+    exc = check_positive(excursion_factor, "excursion_factor", where, allow_zero=True)
+    gap = check_positive(min_gap_seconds, "min_gap_seconds", where, allow_zero=True)
     cap = _check_max_pairs(max_pairs, where)
     pairs = _find_pairs(frames, poses, fps_v, w, thr, exc, gap)
     return spread_by_gap(pairs, cap)

@@ -45,7 +45,7 @@ from vidmem.models.tiny_embedders import (
     tiny_siglip,
 )
 from vidmem.models.tiny_judges import QWEN_CHAT_TEMPLATE, QWEN_VL_FAMILIES, tiny_qwen_vl
-from vidmem.models.tiny_saving import PathLike, _out_dir
+from vidmem.models.tiny_saving import PathLike, make_out_dir
 
 __all__ = [
     "QWEN_CHAT_TEMPLATE",
@@ -147,7 +147,7 @@ def tiny_official_cmbench(dirpath: PathLike, *, seed: int = 0) -> dict[str, str]
         Backend name -> weights directory (as a string), e.g.
         ``{"owlvit/base-patch32": "<dirpath>/owlvit--base-patch32", ...}``.
     """
-    root = _out_dir(dirpath)
+    root = make_out_dir(dirpath)
     names = ("owlvit/base-patch32", "sam2/base-plus", "dinov2/base")
     return {
         name: str(build_tiny(name, root / name.replace("/", "--"), seed=seed)) for name in names

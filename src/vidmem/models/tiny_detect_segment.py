@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vidmem.models.backends.base import import_transformers
-from vidmem.models.tiny_saving import PathLike, _builder, _out_dir, _save_model
+from vidmem.models.tiny_saving import PathLike, make_out_dir, save_seeded_model, tiny_builder
 
 __all__ = ["tiny_grounding_dino", "tiny_owlv2", "tiny_owlvit", "tiny_sam", "tiny_sam2"]
 
@@ -77,12 +77,12 @@ def _save_owl(out: Path, config_cls: Any, model_cls: Any, seed: int) -> Path:
     config = config_cls(
         text_config=text, vision_config=vision, projection_dim=32, initializer_range=0.02
     )
-    _save_model(model_cls, config, out, seed)
+    save_seeded_model(model_cls, config, out, seed)
     _save_owl_tokenizer(out)
     return out
 
 
-@_builder
+@tiny_builder
 def tiny_owlvit(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny OWL-ViT detector (``owlvit/*``): 64x64 input, patch 16 (16 boxes).
 
@@ -91,20 +91,20 @@ def tiny_owlvit(path: PathLike, *, seed: int = 0) -> Path:
     """
     transformers = import_transformers()
     return _save_owl(
-        _out_dir(path), transformers.OwlViTConfig, transformers.OwlViTForObjectDetection, seed
+        make_out_dir(path), transformers.OwlViTConfig, transformers.OwlViTForObjectDetection, seed
     )
 
 
-@_builder
+@tiny_builder
 def tiny_owlv2(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny OWLv2 detector (``owlv2/*``): as :func:`tiny_owlvit`, ``model_type`` owlv2."""
     transformers = import_transformers()
     return _save_owl(
-        _out_dir(path), transformers.Owlv2Config, transformers.Owlv2ForObjectDetection, seed
+        make_out_dir(path), transformers.Owlv2Config, transformers.Owlv2ForObjectDetection, seed
     )
 
 
-@_builder
+@tiny_builder
 def tiny_grounding_dino(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny Grounding DINO (``grounding-dino/*``): Swin backbone, 20 queries.
 
@@ -114,7 +114,7 @@ def tiny_grounding_dino(path: PathLike, *, seed: int = 0) -> Path:
     reads at most 32 text tokens. Frames are resized to shortest edge 48, longest 80.
     """
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     backbone = transformers.SwinConfig(
         image_size=_DETECT_SIZE,
         patch_size=4,
@@ -148,7 +148,7 @@ def tiny_grounding_dino(path: PathLike, *, seed: int = 0) -> Path:
         decoder_n_points=2,
         num_feature_levels=3,  # no extra level: it would be 1x1 on tiny frames
     )
-    _save_model(transformers.GroundingDinoForObjectDetection, config, out, seed)
+    save_seeded_model(transformers.GroundingDinoForObjectDetection, config, out, seed)
     tokens = {i: f"[unused{i}]" for i in range(1100)}
     tokens.update(
         {0: "[PAD]", 100: "[UNK]", 101: "[CLS]", 102: "[SEP]", 103: "[MASK]", 1012: ".", 1029: "?"}
@@ -162,11 +162,11 @@ def tiny_grounding_dino(path: PathLike, *, seed: int = 0) -> Path:
     return out
 
 
-@_builder
+@tiny_builder
 def tiny_sam2(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny SAM 2 (``sam2/*``): a 4-stage Hiera backbone on 64x64 input."""
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     s = _DETECT_SIZE
     backbone = transformers.Sam2HieraDetConfig(
         hidden_size=16,
@@ -189,15 +189,15 @@ def tiny_sam2(path: PathLike, *, seed: int = 0) -> Path:
         prompt_encoder_config=transformers.Sam2PromptEncoderConfig(**_SAM_PROMPT_ENCODER),
         mask_decoder_config=transformers.Sam2MaskDecoderConfig(**_SAM_MASK_DECODER),
     )
-    _save_model(transformers.Sam2Model, config, out, seed)
+    save_seeded_model(transformers.Sam2Model, config, out, seed)
     return out
 
 
-@_builder
+@tiny_builder
 def tiny_sam(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny SAM (``sam/*``): a 2-layer ViT image encoder on 64x64 input."""
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     config = transformers.SamConfig(
         vision_config=transformers.SamVisionConfig(
             hidden_size=32,
@@ -214,5 +214,5 @@ def tiny_sam(path: PathLike, *, seed: int = 0) -> Path:
         prompt_encoder_config=transformers.SamPromptEncoderConfig(**_SAM_PROMPT_ENCODER),
         mask_decoder_config=transformers.SamMaskDecoderConfig(**_SAM_MASK_DECODER),
     )
-    _save_model(transformers.SamModel, config, out, seed)
+    save_seeded_model(transformers.SamModel, config, out, seed)
     return out

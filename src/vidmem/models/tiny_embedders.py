@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from vidmem.models.backends.base import image_processor_class, import_transformers
-from vidmem.models.tiny_saving import PathLike, _builder, _out_dir, _save_model
+from vidmem.models.tiny_saving import PathLike, make_out_dir, save_seeded_model, tiny_builder
 
 __all__ = ["TINY_WORDS", "tiny_clip", "tiny_dinov2", "tiny_dinov3", "tiny_sentence", "tiny_siglip"]
 
@@ -76,7 +76,7 @@ def _word_tokenizer(
     return vocab
 
 
-@_builder
+@tiny_builder
 def tiny_dinov2(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny DINOv2 (``dinov2/*``): 2 layers of width 32 (a 32-d CLS), patch 14.
 
@@ -84,25 +84,25 @@ def tiny_dinov2(path: PathLike, *, seed: int = 0) -> Path:
     (DINOv2 interpolates its position embeddings).
     """
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     config = transformers.Dinov2Config(**_EMBEDDER, image_size=28, patch_size=14)
-    _save_model(transformers.Dinov2Model, config, out, seed)
+    save_seeded_model(transformers.Dinov2Model, config, out, seed)
     return out
 
 
-@_builder
+@tiny_builder
 def tiny_dinov3(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny DINOv3 ViT (``dinov3/*``): 2 layers of width 32, patch 16, 2 registers."""
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     config = transformers.DINOv3ViTConfig(
         **_EMBEDDER, image_size=32, patch_size=16, num_register_tokens=2
     )
-    _save_model(transformers.DINOv3ViTModel, config, out, seed)
+    save_seeded_model(transformers.DINOv3ViTModel, config, out, seed)
     return out
 
 
-@_builder
+@tiny_builder
 def tiny_clip(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny CLIP (``clip/*``): 32x32 input, 16-d embeddings, a word-level tokenizer.
 
@@ -111,7 +111,7 @@ def tiny_clip(path: PathLike, *, seed: int = 0) -> Path:
     :data:`TINY_WORDS` with at most 77 tokens.
     """
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     vocab = _word_tokenizer(
         out,
         specials=["<|pad|>", "<|unk|>", "<|startoftext|>", "<|endoftext|>"],
@@ -133,14 +133,14 @@ def tiny_clip(path: PathLike, *, seed: int = 0) -> Path:
         vision_config={**_EMBEDDER, "image_size": 32, "patch_size": 16},
         projection_dim=16,
     )
-    _save_model(transformers.CLIPModel, config, out, seed)
+    save_seeded_model(transformers.CLIPModel, config, out, seed)
     image_processor_class("CLIPImageProcessor")(
         size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
     ).save_pretrained(out)
     return out
 
 
-@_builder
+@tiny_builder
 def tiny_siglip(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny SigLIP (``siglip/*`` and ``siglip2/*``): 32x32 input, 32-d embeddings.
 
@@ -149,7 +149,7 @@ def tiny_siglip(path: PathLike, *, seed: int = 0) -> Path:
     to 64 tokens over :data:`TINY_WORDS`.
     """
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     vocab = _word_tokenizer(
         out,
         specials=["<pad>", "<unk>", "</s>"],
@@ -162,15 +162,15 @@ def tiny_siglip(path: PathLike, *, seed: int = 0) -> Path:
         text_config={**_EMBEDDER, "vocab_size": len(vocab), "max_position_embeddings": 64},
         vision_config={**_EMBEDDER, "image_size": 32, "patch_size": 16},
     )
-    _save_model(transformers.SiglipModel, config, out, seed)
+    save_seeded_model(transformers.SiglipModel, config, out, seed)
     return out
 
 
-@_builder
+@tiny_builder
 def tiny_sentence(path: PathLike, *, seed: int = 0) -> Path:
     """Save a tiny BERT sentence encoder (``sentence/*``): 32-d, ``max_seq_length`` 48."""
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     vocab = _word_tokenizer(
         out,
         specials=["[PAD]", "[UNK]", "[CLS]", "[SEP]"],
@@ -181,7 +181,7 @@ def tiny_sentence(path: PathLike, *, seed: int = 0) -> Path:
         sep_token="[SEP]",
     )
     config = transformers.BertConfig(**_EMBEDDER, vocab_size=len(vocab), max_position_embeddings=64)
-    _save_model(transformers.BertModel, config, out, seed)
+    save_seeded_model(transformers.BertModel, config, out, seed)
     (out / "sentence_bert_config.json").write_text(
         '{"max_seq_length": 48, "do_lower_case": false}', encoding="utf-8"
     )

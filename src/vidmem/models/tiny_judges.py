@@ -13,7 +13,7 @@ from typing import Any
 
 from vidmem.errors import UserInputError
 from vidmem.models.backends.base import image_processor_class, import_transformers
-from vidmem.models.tiny_saving import PathLike, _out_dir, _save_model
+from vidmem.models.tiny_saving import PathLike, make_out_dir, save_seeded_model
 
 __all__ = ["QWEN_CHAT_TEMPLATE", "QWEN_VL_FAMILIES", "tiny_qwen_vl"]
 
@@ -104,7 +104,7 @@ def tiny_qwen_vl(
             f"'chat_template.jinja' or None, found {chat_template_file!r}"
         )
     transformers = import_transformers()
-    out = _out_dir(path)
+    out = make_out_dir(path)
     ids, vocab_size = _qwen_tokenizer(out)
     special = {
         "image_token_id": ids["<|image_pad|>"],
@@ -175,7 +175,7 @@ def tiny_qwen_vl(
             config = transformers.Qwen3VLConfig(text_config=text, vision_config=vision, **special)
             model_cls = transformers.Qwen3VLForConditionalGeneration
         patch = 16
-    _save_model(model_cls, config, out, seed)
+    save_seeded_model(model_cls, config, out, seed)
     factor = 2 * patch  # patch_size * merge_size
     image_processor_class("Qwen2VLImageProcessor")(
         patch_size=patch,

@@ -32,13 +32,14 @@ _PATH_AND_SEED_DOC = """
     """
 
 
-def _builder(func: _F) -> _F:
+def tiny_builder(func: _F) -> _F:
     """Mark a ``tiny_<family>(path, *, seed=0)`` builder: append its shared Args/Returns doc."""
     func.__doc__ = f"{(func.__doc__ or '').rstrip()}\n{_PATH_AND_SEED_DOC}"
     return func
 
 
-def _out_dir(path: PathLike) -> Path:
+def make_out_dir(path: PathLike) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, created (with its parents) if missing."""
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     return out
@@ -54,7 +55,8 @@ def _seeded(seed: int) -> Iterator[None]:
         yield
 
 
-def _save_model(model_cls: Any, config: Any, out: Path, seed: int) -> None:
+def save_seeded_model(model_cls: Any, config: Any, out: Path, seed: int) -> None:
+    """Build ``model_cls(config)`` under torch seed ``seed``; ``save_pretrained`` it to ``out``."""
     with _seeded(seed):
         model = model_cls(config)
     model.save_pretrained(out)

@@ -281,7 +281,8 @@ Block: TypeAlias = Table | Figure | ImageGrid | KeyValues | Markdown
 _BLOCK_TYPES = (Table, Figure, ImageGrid, KeyValues, Markdown)
 
 
-def _check_block(block: Any, where: str) -> None:
+def check_block(block: Any, where: str) -> None:
+    """Raise :class:`~vidmem.errors.UserInputError` naming ``where`` unless ``block`` is a block."""
     if not isinstance(block, _BLOCK_TYPES):
         raise UserInputError(
             f"{where}: expected a Table, Figure, ImageGrid, KeyValues or Markdown block, found "

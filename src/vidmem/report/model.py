@@ -37,7 +37,7 @@ from vidmem.report.blocks import (
     KeyValues,
     Markdown,
     Table,
-    _check_block,
+    check_block,
 )
 from vidmem.report.formatting import (
     MISSING,
@@ -115,11 +115,11 @@ class Section:
     def __post_init__(self) -> None:
         self.blocks = list(self.blocks)
         for i, block in enumerate(self.blocks):
-            _check_block(block, f"Section {self.heading!r}, block {i}")
+            check_block(block, f"Section {self.heading!r}, block {i}")
 
     def add(self, block: Block) -> Block:
         """Append a block and return it."""
-        _check_block(block, f"Section {self.heading!r}, block {len(self.blocks)}")
+        check_block(block, f"Section {self.heading!r}, block {len(self.blocks)}")
         self.blocks.append(block)
         return block
 

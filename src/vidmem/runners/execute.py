@@ -22,12 +22,12 @@ from os import PathLike
 from typing import Any
 
 from vidmem.errors import UserInputError
-from vidmem.runners.execution_loops import _run_inline, _run_pool
+from vidmem.runners.execution_loops import run_inline, run_pool
 from vidmem.runners.execution_records import (
     ExecutionSummary,
+    Recorder,
     WorkItem,
-    _check_items,
-    _Recorder,
+    check_items,
 )
 from vidmem.runners.store import ItemStore
 
@@ -106,7 +106,7 @@ def execute(
     own_store = not isinstance(store, ItemStore)
     db = ItemStore(store) if own_store else store
     try:
-        work = _check_items(items)
+        work = check_items(items)
         done = db.done_keys()
         multiplicity: dict[str, int] = {}
         todo: list[Any] = []
@@ -130,7 +130,7 @@ def execute(
                     "use --workers 1",
                 ) from None
 
-        rec = _Recorder(db, multiplicity)
+        rec = Recorder(db, multiplicity)
         bar, task = _make_progress(progress and not quiet and bool(todo), len(todo), cached)
 
         def tick() -> None:
@@ -140,9 +140,9 @@ def execute(
             if not todo:
                 pass
             elif workers == 1:
-                _run_inline(todo, fn, rec, tick)
+                run_inline(todo, fn, rec, tick)
             else:
-                _run_pool(
+                run_pool(
                     todo, fn, min(workers, len(todo)), rec, tick, max_restarts=MAX_POOL_RESTARTS
                 )
 

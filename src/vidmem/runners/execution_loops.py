@@ -1,6 +1,6 @@
 """The two ways :func:`~vidmem.runners.execute.execute` computes its items.
 
-:func:`_run_inline` calls ``fn`` item by item in this process; :func:`_run_pool`
+:func:`run_inline` calls ``fn`` item by item in this process; :func:`run_pool`
 hands the items to a ``spawn`` process pool and restarts the pool when a worker dies.
 Either way the workers only compute: every outcome goes back to the parent, which
 records it through the recorder of :mod:`vidmem.runners.execution_records`.
@@ -17,7 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from vidmem.errors import VidmemError
-from vidmem.runners.execution_records import WorkItem, _Recorder
+from vidmem.runners.execution_records import Recorder, WorkItem
 
 __all__: list[str] = []
 
@@ -44,9 +44,10 @@ def _call(fn: Callable[[WorkItem], Any], item: WorkItem) -> tuple[bool, Any]:
         return False, _format_exception(exc)
 
 
-def _run_inline(
-    todo: list[Any], fn: Callable[[Any], Any], rec: _Recorder, tick: Callable[[], None]
+def run_inline(
+    todo: list[Any], fn: Callable[[Any], Any], rec: Recorder, tick: Callable[[], None]
 ) -> None:
+    """Run ``todo`` one item at a time in this process, recording each outcome."""
     for item in todo:
         ok, payload = _call(fn, item)
         rec.record(item, ok, payload)
@@ -71,11 +72,11 @@ def _fill(
     return True
 
 
-def _run_pool(
+def run_pool(
     todo: list[Any],
     fn: Callable[[Any], Any],
     workers: int,
-    rec: _Recorder,
+    rec: Recorder,
     tick: Callable[[], None],
     *,
     max_restarts: int,

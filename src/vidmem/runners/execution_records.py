@@ -106,7 +106,8 @@ class ExecutionSummary:
         return text
 
 
-def _check_items(items: Iterable[Any]) -> list[Any]:
+def check_items(items: Iterable[Any]) -> list[Any]:
+    """``items`` as a list, after checking each looks like a :class:`WorkItem`."""
     out = list(items)
     for i, it in enumerate(out):
         for name in ("key", "item_id", "kind"):
@@ -126,7 +127,7 @@ def _check_items(items: Iterable[Any]) -> list[Any]:
     return out
 
 
-class _Recorder:
+class Recorder:
     """Writes each outcome to the store and keeps the tallies."""
 
     def __init__(self, store: ItemStore, multiplicity: Mapping[str, int]) -> None:

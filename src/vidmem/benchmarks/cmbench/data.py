@@ -63,9 +63,9 @@ from pydantic import ValidationError
 
 from vidmem.benchmarks.cmbench.references import (
     ResolvedReference,
-    _resolve,
     resolve_reference,
     resolve_references,
+    try_resolve_reference,
 )
 from vidmem.benchmarks.cmbench.requests import (
     ContinuationScan,
@@ -93,7 +93,7 @@ from vidmem.benchmarks.cmbench.schema import TASK_FIELDS as TASK_FIELDS
 from vidmem.benchmarks.cmbench.schema import TASK_TYPES as TASK_TYPES
 from vidmem.benchmarks.cmbench.schema import VIDEO_TYPES as VIDEO_TYPES
 from vidmem.benchmarks.cmbench.stats import OFFICIAL_COUNTS, CMBenchStats, dataset_stats
-from vidmem.benchmarks.cmbench.validate import ValidationReport, _RowChecker
+from vidmem.benchmarks.cmbench.validate import TaskRowChecker, ValidationReport
 from vidmem.benchmarks.jsonl_dataset import raise_on_load_errors, read_jsonl_rows
 from vidmem.errors import VidmemError
 from vidmem.io.video import VideoInfo, probe
@@ -153,7 +153,7 @@ def _validate(
     tasks: list[CMBenchTask] = []
     first_line: dict[str, int] = {}
     for line, obj in rows:
-        checker = _RowChecker(obj, line, root_path)
+        checker = TaskRowChecker(obj, line, root_path)
         row_problems = checker.check()
         tid = obj.get("task_id")
         if isinstance(tid, str) and tid.strip():
@@ -202,7 +202,7 @@ def _probe_problems(
             problems.append(Problem(task.task_id, "video", info, "error", line))
             continue
         for k in range(len(task.references)):
-            _, found = _resolve(task, k, info, line)
+            _, found = try_resolve_reference(task, k, info, line)
             problems.extend(found)
     return problems
 

@@ -68,9 +68,15 @@ def _reference_position(task: CMBenchTask, ref: CMBenchReference | int) -> int:
     )
 
 
-def _resolve(
+def try_resolve_reference(
     task: CMBenchTask, k: int, info: VideoInfo, line: int | None = None
 ) -> tuple[ResolvedReference | None, list[Problem]]:
+    """Resolve ``task.references[k]`` against ``info``, reporting problems instead of raising.
+
+    Returns ``(resolved, problems)``; ``resolved`` is ``None`` when a problem is an error.
+    ``line`` is the metadata line the problems name. :func:`resolve_reference` raises on
+    those problems; the validator of :mod:`vidmem.benchmarks.cmbench.data` lists them.
+    """
     ref = task.references[k]
     name = f"references[{k}]"
     problems: list[Problem] = []
@@ -162,7 +168,7 @@ def resolve_reference(
             outside the video; the message names the task and the field.
     """
     k = _reference_position(task, ref)
-    resolved, problems = _resolve(task, k, video_info)
+    resolved, problems = try_resolve_reference(task, k, video_info)
     if resolved is None:
         p = problems[0]
         raise UserInputError(

@@ -56,7 +56,8 @@ REFERENCE_FIELDS = ("timestamp_seconds", "frame_index", "bbox_xyxy_normalized")
 CLIP_FIELDS = ("clip_id", "clip_prompt")
 
 
-def _video_stem(video: str) -> str:
+def video_stem(video: str) -> str:
+    """The file stem of a release video path: ``syn_001`` for ``videos/synthetic/syn_001.mp4``."""
     # Release paths are POSIX, but a row written on Windows may use backslashes.
     return PurePosixPath(video.replace("\\", "/")).stem
 
@@ -132,7 +133,7 @@ class CMBenchTask(BaseModel):
     @property
     def video_id(self) -> str:
         """The context video's file stem, e.g. ``syn_001``."""
-        return _video_stem(self.video)
+        return video_stem(self.video)
 
     @property
     def extra_fields(self) -> dict[str, Any]:

@@ -25,16 +25,11 @@ from vidmem.benchmarks.cmbench.schema import (
     TASK_TYPES,
     VIDEO_TYPES,
     Problem,
-    _video_stem,
+    video_stem,
 )
-from vidmem.benchmarks.jsonl_dataset import (
-    RowChecker,
-    RowValidationReport,
-    _is_int,
-    _is_number,
-    _type_name,
-)
+from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport
 from vidmem.io.boxes import check_normalized_box
+from vidmem.values import is_int, is_number, type_name
 
 __all__ = ["ValidationReport"]
 
@@ -72,7 +67,7 @@ def _one_of(value: object, options: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- rules
 
 
-class _RowChecker(RowChecker):
+class TaskRowChecker(RowChecker):
     """Collect the problems of one metadata row."""
 
     id_field = "task_id"
@@ -80,7 +75,7 @@ class _RowChecker(RowChecker):
     def _string(self, field_name: str, v: object, *, required_non_empty: bool) -> str | None:
         """``v`` when it is a non-blank string; otherwise report it and return None."""
         if not isinstance(v, str):
-            self.error(field_name, f"expected a string, found {_type_name(v)} {v!r}")
+            self.error(field_name, f"expected a string, found {type_name(v)} {v!r}")
             return None
         if not v.strip():
             if required_non_empty:
@@ -126,7 +121,7 @@ class _RowChecker(RowChecker):
         self._check_aliases()
         self._check_references()
         if task_id is not None and video is not None and task_type in TASK_TYPES:
-            stem = _video_stem(video)
+            stem = video_stem(video)
             if not re.fullmatch(rf"{re.escape(stem)}_{task_type}_\d{{2,}}", task_id):
                 self.warn(
                     "task_id",
@@ -168,7 +163,7 @@ class _RowChecker(RowChecker):
         if not isinstance(clips, list):
             self.error(
                 "context_clip_prompts",
-                f"expected an array of 6 objects, found {_type_name(clips)}",
+                f"expected an array of 6 objects, found {type_name(clips)}",
             )
             return
         if len(clips) != len(CLIP_IDS):
@@ -181,7 +176,7 @@ class _RowChecker(RowChecker):
             if not isinstance(clip, dict):
                 self.error(
                     name,
-                    f"expected an object {{clip_id, clip_prompt}}, found {_type_name(clip)}",
+                    f"expected an object {{clip_id, clip_prompt}}, found {type_name(clip)}",
                 )
                 continue
             for key in clip:
@@ -193,7 +188,7 @@ class _RowChecker(RowChecker):
             elif not isinstance(clip_id, str):
                 self.error(
                     f"{name}.clip_id",
-                    f"expected a string like '01', found {_type_name(clip_id)} {clip_id!r}",
+                    f"expected a string like '01', found {type_name(clip_id)} {clip_id!r}",
                 )
             elif k < len(CLIP_IDS) and clip_id != CLIP_IDS[k]:
                 self.warn(
@@ -213,7 +208,7 @@ class _RowChecker(RowChecker):
         if not isinstance(aliases, list):
             self.error(
                 "target_aliases",
-                f"expected an array of strings, found {_type_name(aliases)} {aliases!r}",
+                f"expected an array of strings, found {type_name(aliases)} {aliases!r}",
             )
             return
         for k, a in enumerate(aliases):
@@ -224,7 +219,7 @@ class _RowChecker(RowChecker):
             return
         refs = self.obj["references"]
         if not isinstance(refs, list):
-            self.error("references", f"expected an array of objects, found {_type_name(refs)}")
+            self.error("references", f"expected an array of objects, found {type_name(refs)}")
             return
         if not refs:
             self.error("references", "must not be empty; every task needs a reference")
@@ -235,7 +230,7 @@ class _RowChecker(RowChecker):
                 self.error(
                     name,
                     "expected an object {timestamp_seconds, frame_index, "
-                    f"bbox_xyxy_normalized}}, found {_type_name(ref)}",
+                    f"bbox_xyxy_normalized}}, found {type_name(ref)}",
                 )
                 continue
             for key in ref:
@@ -244,7 +239,7 @@ class _RowChecker(RowChecker):
             ts = ref.get("timestamp_seconds")
             if "timestamp_seconds" not in ref:
                 self.error(f"{name}.timestamp_seconds", "missing")
-            elif not _is_number(ts) or not math.isfinite(ts) or ts < 0:
+            elif not is_number(ts) or not math.isfinite(ts) or ts < 0:
                 self.error(
                     f"{name}.timestamp_seconds",
                     f"expected a finite number of seconds >= 0, found {ts!r}",
@@ -253,10 +248,10 @@ class _RowChecker(RowChecker):
                 self.warn(f"{name}.frame_index", "missing; read as null (seek by timestamp)")
             else:
                 fi = ref["frame_index"]
-                if fi is not None and (not _is_int(fi) or fi < 0):
+                if fi is not None and (not is_int(fi) or fi < 0):
                     self.error(
                         f"{name}.frame_index",
-                        f"expected null or an integer >= 0, found {_type_name(fi)} {fi!r}",
+                        f"expected null or an integer >= 0, found {type_name(fi)} {fi!r}",
                     )
             if "bbox_xyxy_normalized" not in ref:
                 self.error(f"{name}.bbox_xyxy_normalized", "missing")
@@ -265,7 +260,7 @@ class _RowChecker(RowChecker):
                 if not isinstance(box, list):
                     self.error(
                         f"{name}.bbox_xyxy_normalized",
-                        f"expected [x_min, y_min, x_max, y_max], found {_type_name(box)}",
+                        f"expected [x_min, y_min, x_max, y_max], found {type_name(box)}",
                     )
                 else:
                     for msg in check_normalized_box(box):

@@ -45,7 +45,7 @@ from vidmem.benchmarks.memory_loop.schema import (
     MemoryLoopDataset,
     Problem,
 )
-from vidmem.benchmarks.memory_loop.validate import MemoryLoopValidation, _CaseChecker
+from vidmem.benchmarks.memory_loop.validate import CaseRowChecker, MemoryLoopValidation
 from vidmem.errors import VidmemError
 
 __all__ = [
@@ -106,7 +106,7 @@ def _validate(root: str | os.PathLike[str], deep: bool) -> tuple[MemoryLoopValid
     cases: list[MemoryLoopCase] = []
     first_line: dict[str, int] = {}
     for line, obj in rows:
-        checker = _CaseChecker(obj, line, root_path)
+        checker = CaseRowChecker(obj, line, root_path)
         row_problems = checker.check()
         cid = obj.get("case_id")
         if isinstance(cid, str) and cid.strip():

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
 from vidmem.benchmarks.cmbench.validate import ValidationReport
-from vidmem.benchmarks.jsonl_dataset import RowChecker, _is_number, _type_name
+from vidmem.benchmarks.jsonl_dataset import RowChecker
 from vidmem.benchmarks.memory_loop.schema import (
     CASE_FIELDS,
     CASES_FILE,
@@ -31,6 +31,7 @@ from vidmem.benchmarks.memory_loop.schema import (
     Problem,
 )
 from vidmem.metrics.loop_paths import LOOP_IDS, LOOPS, loop_for_prompt
+from vidmem.values import is_number, type_name
 
 __all__ = ["MemoryLoopValidation"]
 
@@ -52,7 +53,7 @@ class MemoryLoopValidation(ValidationReport):
         return self.n_tasks
 
 
-class _CaseChecker(RowChecker):
+class CaseRowChecker(RowChecker):
     """Collect the problems of one ``cases.jsonl`` row."""
 
     id_field = "case_id"
@@ -62,7 +63,7 @@ class _CaseChecker(RowChecker):
             return None  # reported once by check()
         v = self.obj[name]
         if not isinstance(v, str):
-            self.error(name, f"expected a string, found {_type_name(v)} {v!r}")
+            self.error(name, f"expected a string, found {type_name(v)} {v!r}")
             return None
         if not v.strip():
             self.error(name, "must not be empty")
@@ -73,8 +74,8 @@ class _CaseChecker(RowChecker):
         if name not in self.obj:
             return
         v = self.obj[name]
-        if not _is_number(v) or not math.isfinite(v) or v <= 0:
-            self.error(name, f"expected a finite number > 0, found {_type_name(v)} {v!r}; "
+        if not is_number(v) or not math.isfinite(v) or v <= 0:
+            self.error(name, f"expected a finite number > 0, found {type_name(v)} {v!r}; "
                        f"write e.g. \"{name}\": {example}")
 
     def _path(self, name: str, what: str, example: str) -> str | None:

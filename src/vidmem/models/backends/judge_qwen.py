@@ -70,7 +70,7 @@ from vidmem.models.backends.base import import_torch
 from vidmem.models.backends.hf_checkpoint import load_tokenizer
 from vidmem.models.backends.hf_images import HFEmbedderBase
 from vidmem.models.backends.judge_common import Attempt, JudgeExchange, JudgeReply
-from vidmem.models.backends.judge_qwen_inputs import QwenVLInputs, _size_get
+from vidmem.models.backends.judge_qwen_inputs import QwenVLInputs, size_edge
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = [
@@ -236,8 +236,8 @@ class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
             max_new_tokens=self.max_new_tokens,
             repetition_penalty=self.repetition_penalty,
             max_image_side=self.max_image_side,
-            min_pixels=int(_size_get(size, "shortest_edge")),
-            max_pixels=int(_size_get(size, "longest_edge")),
+            min_pixels=int(size_edge(size, "shortest_edge")),
+            max_pixels=int(size_edge(size, "longest_edge")),
             patch_size=int(self.image_processor.patch_size),
             merge_size=int(self.image_processor.merge_size),
         )

@@ -90,8 +90,8 @@ class QwenVLInputs:
                 f"backend '{self.name}': cannot read the image processor in '{path}': {exc}",
                 hint="re-fetch preprocessor_config.json from the model's hub snapshot",
             ) from exc
-        lo = _size_get(processor.size, "shortest_edge")
-        hi = _size_get(processor.size, "longest_edge")
+        lo = size_edge(processor.size, "shortest_edge")
+        hi = size_edge(processor.size, "longest_edge")
         if lo is None or hi is None or int(lo) > int(hi):
             raise UserInputError(
                 f"backend '{self.name}': pixel bounds min_pixels={lo}, max_pixels={hi} "
@@ -211,7 +211,7 @@ class QwenVLInputs:
         return inputs
 
 
-def _size_get(size: Any, key: str) -> Any:
+def size_edge(size: Any, key: str) -> Any:
     """Read ``shortest_edge`` / ``longest_edge`` from a dict or a transformers ``SizeDict``."""
     if isinstance(size, dict):
         return size.get(key)
