@@ -19,15 +19,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from vidmem.benchmarks.jsonl_dataset import Problem, RowValidationReport, VideoFolderScan
-from vidmem.generators.requests import GenerationRequest
 from vidmem.runners.benchmark_run import Outcome
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from vidmem.generators.requests import GenerationRequest
     from vidmem.report import Report
     from vidmem.runners.item_rows import StoredItem
     from vidmem.runners.store import RunDir
@@ -42,8 +41,99 @@ __all__ = [
     "RowValidationReport",
     "ScoreItem",
     "ValidationReport",
-    "VideoFolderScan",
+    "OutputScan",
 ]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found while validating the dataset.
+
+    Attributes:
+        where: the row id (task or case), or ``"line N"`` when the row has no usable id,
+            or the file.
+        field: the field at fault, e.g. ``references[0].frame_index`` (``""`` for a
+            problem with a whole line or file).
+        message: what was expected, what was found and how to fix it.
+        severity: ``error`` (blocks loading) or ``warning``.
+        line: 1-based line in the dataset's JSONL file, when known.
+    """
+
+    where: str
+    field: str
+    message: str
+    severity: Literal["error", "warning"] = "error"
+    line: int | None = None
+
+    def __str__(self) -> str:
+        place = self.where
+        if self.line is not None and self.where != f"line {self.line}":
+            place += f" (line {self.line})"
+        what = f"field '{self.field}': " if self.field else ""
+        return f"{self.severity}: {place}: {what}{self.message}"
+
+
+@dataclass(frozen=True)
+class RowValidationReport:
+    """Everything a validation of a JSONL dataset found.
+
+    Subclasses name their rows file (:attr:`rows_file`) and what a row is
+    (:attr:`row_noun`) for :meth:`format`.
+
+    Attributes:
+        root: the dataset folder.
+        problems: errors and warnings in file order.
+        n_rows: rows that parsed as JSON objects.
+    """
+
+    rows_file: ClassVar[str] = "rows.jsonl"
+    row_noun: ClassVar[str] = "row"
+
+    root: Path
+    problems: tuple[Problem, ...]
+    n_rows: int = 0
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        """Problems that block loading."""
+        return tuple(p for p in self.problems if p.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        """Problems worth a look that do not block loading."""
+        return tuple(p for p in self.problems if p.severity == "warning")
+
+    @property
+    def ok(self) -> bool:
+        """True when there are no errors (warnings allowed)."""
+        return not self.errors
+
+    def format(self, limit: int | None = None) -> str:
+        """Human-readable report: a summary line then one line per problem.
+
+        Args:
+            limit: list at most this many problems (``None``: all).
+        """
+        head = (
+            f"{self.root / self.rows_file}: {self.n_rows} {self.row_noun} row(s), "
+            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
+        )
+        shown = self.problems if limit is None else self.problems[:limit]
+        lines = [head, *(f"  {p}" for p in shown)]
+        if len(shown) < len(self.problems):
+            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
+        return "\n".join(lines)
+
+
+class OutputScan(Protocol):
+    """What ``find_outputs`` returns: which items have a usable video (see
+    :class:`vidmem.benchmarks.jsonl_dataset.VideoFolderScan`)."""
+
+    found: dict[str, Path]
+    missing: list[str]
+    reasons: dict[str, str]
+
+    def raise_if_missing(self) -> None: ...
 
 
 class ValidationReport(Protocol):
@@ -174,7 +264,7 @@ class Benchmark(ABC):
         """The generation work: one rollout per video, writing under ``out_dir``."""
 
     @abstractmethod
-    def find_outputs(self, dataset: Any, videos: str | Path) -> VideoFolderScan:
+    def find_outputs(self, dataset: Any, videos: str | Path) -> OutputScan:
         """Which items have a usable video in ``videos`` (and why the others do not)."""
 
     # ------------------------------------------------------------------ scoring
@@ -189,7 +279,7 @@ class Benchmark(ABC):
         """The scorer configuration back from its ``to_dict()`` (how workers receive it)."""
 
     @abstractmethod
-    def score_items(self, dataset: Any, scan: VideoFolderScan, config: Any,
+    def score_items(self, dataset: Any, scan: OutputScan, config: Any,
                     run_dir: Path) -> list[ScoreItem]:
         """The scoring work for the items that have a video."""
 

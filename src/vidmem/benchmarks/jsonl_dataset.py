@@ -25,8 +25,9 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
+from vidmem.benchmarks.contract import Problem, RowValidationReport
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.io.video import VideoInfo, probe
 from vidmem.values import type_name
@@ -48,86 +49,6 @@ MAX_LISTED_ERRORS = 20
 
 
 # --------------------------------------------------------------------------- problems, report
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One problem found while validating the dataset.
-
-    Attributes:
-        where: the row id (task or case), or ``"line N"`` when the row has no usable id,
-            or the file.
-        field: the field at fault, e.g. ``references[0].frame_index`` (``""`` for a
-            problem with a whole line or file).
-        message: what was expected, what was found and how to fix it.
-        severity: ``error`` (blocks loading) or ``warning``.
-        line: 1-based line in the dataset's JSONL file, when known.
-    """
-
-    where: str
-    field: str
-    message: str
-    severity: Literal["error", "warning"] = "error"
-    line: int | None = None
-
-    def __str__(self) -> str:
-        place = self.where
-        if self.line is not None and self.where != f"line {self.line}":
-            place += f" (line {self.line})"
-        what = f"field '{self.field}': " if self.field else ""
-        return f"{self.severity}: {place}: {what}{self.message}"
-
-
-@dataclass(frozen=True)
-class RowValidationReport:
-    """Everything a validation of a JSONL dataset found.
-
-    Subclasses name their rows file (:attr:`rows_file`) and what a row is
-    (:attr:`row_noun`) for :meth:`format`.
-
-    Attributes:
-        root: the dataset folder.
-        problems: errors and warnings in file order.
-        n_tasks: rows that parsed as JSON objects.
-    """
-
-    rows_file: ClassVar[str] = "rows.jsonl"
-    row_noun: ClassVar[str] = "row"
-
-    root: Path
-    problems: tuple[Problem, ...]
-    n_tasks: int = 0
-
-    @property
-    def errors(self) -> tuple[Problem, ...]:
-        """Problems that block loading."""
-        return tuple(p for p in self.problems if p.severity == "error")
-
-    @property
-    def warnings(self) -> tuple[Problem, ...]:
-        """Problems worth a look that do not block loading."""
-        return tuple(p for p in self.problems if p.severity == "warning")
-
-    @property
-    def ok(self) -> bool:
-        """True when there are no errors (warnings allowed)."""
-        return not self.errors
-
-    def format(self, limit: int | None = None) -> str:
-        """Human-readable report: a summary line then one line per problem.
-
-        Args:
-            limit: list at most this many problems (``None``: all).
-        """
-        head = (
-            f"{self.root / self.rows_file}: {self.n_tasks} {self.row_noun} row(s), "
-            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
-        )
-        shown = self.problems if limit is None else self.problems[:limit]
-        lines = [head, *(f"  {p}" for p in shown)]
-        if len(shown) < len(self.problems):
-            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
-        return "\n".join(lines)
 
 
 def raise_on_load_errors(report: RowValidationReport, *, dataset: str, hint: str) -> None:

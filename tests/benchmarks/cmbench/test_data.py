@@ -97,7 +97,7 @@ def test_valid_dataset_loads(tmp_path: Path, template: Path) -> None:
     rows = [task_row(), task_row("syn_001_revisit_01", task_type="revisit")]
     root = make_root(tmp_path / "cm", rows, template)
     report = validate_cmbench(root, probe_videos=True)
-    assert report.ok and report.problems == () and report.n_tasks == 2
+    assert report.ok and report.problems == () and report.n_rows == 2
     ds = load_cmbench(root)
     assert isinstance(ds, CMBenchDataset)
     assert ds.task_ids == (TID, "syn_001_revisit_01") and ds.warnings == ()

@@ -182,7 +182,7 @@ def _validate(
         problems.append(Problem(METADATA_FILE, "", "holds no task rows"))
     if probe_videos:
         problems.extend(_probe_problems(root_path, tasks, first_line))
-    return ValidationReport(root_path, tuple(problems), n_tasks=len(rows)), tasks
+    return ValidationReport(root_path, tuple(problems), n_rows=len(rows)), tasks
 
 
 def _probe_problems(

@@ -44,7 +44,7 @@ class ValidationReport(RowValidationReport):
     Attributes:
         root: the dataset folder.
         problems: errors and warnings in file order.
-        n_tasks: rows that parsed as JSON objects.
+        n_rows: rows that parsed as JSON objects.
     """
 
     rows_file = METADATA_FILE

@@ -132,7 +132,7 @@ def _validate(root: str | os.PathLike[str], deep: bool) -> tuple[MemoryLoopValid
                                 "line"))
     bad = {p.where for p in problems if p.severity == "error"}
     cases = [c for c in cases if c.case_id not in bad]
-    return MemoryLoopValidation(root_path, tuple(problems), n_tasks=len(rows)), cases
+    return MemoryLoopValidation(root_path, tuple(problems), n_rows=len(rows)), cases
 
 
 def validate_memory_loop(root: str | os.PathLike[str], *, deep: bool = False) -> MemoryLoopValidation:

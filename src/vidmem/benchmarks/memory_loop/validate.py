@@ -22,8 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
-from vidmem.benchmarks.cmbench.validate import ValidationReport
-from vidmem.benchmarks.jsonl_dataset import RowChecker
+from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport
 from vidmem.benchmarks.memory_loop.schema import (
     CASE_FIELDS,
     CASES_FILE,
@@ -41,8 +40,8 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 
 
 @dataclass(frozen=True)
-class MemoryLoopValidation(ValidationReport):
-    """Everything ``validate_memory_loop`` found (``n_tasks`` counts case rows)."""
+class MemoryLoopValidation(RowValidationReport):
+    """Everything ``validate_memory_loop`` found (``n_rows`` counts case rows)."""
 
     rows_file = CASES_FILE
     row_noun = "case"
@@ -50,7 +49,7 @@ class MemoryLoopValidation(ValidationReport):
     @property
     def n_cases(self) -> int:
         """Rows of ``cases.jsonl`` that parsed as JSON objects."""
-        return self.n_tasks
+        return self.n_rows
 
 
 class CaseRowChecker(RowChecker):
