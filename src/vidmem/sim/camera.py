@@ -58,7 +58,8 @@ def smoothstep(s: float | np.ndarray) -> float | np.ndarray:
     return float(out) if np.ndim(out) == 0 else out
 
 
-def _num(value: Any, where: str, *, low: float | None = None) -> float:
+def spec_number(value: Any, where: str, *, low: float | None = None) -> float:
+    """A finite number (``>= low`` when given) read from a world spec, as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise UserInputError(
             f"{where}: expected a finite number, found {value!r}",
@@ -120,7 +121,7 @@ class Pose:
         if not isinstance(data, (list, tuple)) or len(data) != 5:
             raise UserInputError(f"{where}: expected [yaw, pitch, zoom, tx, ty], found {data!r}",
                                  hint="rebuild the data with `vidmem sim build`")
-        yaw, pitch, zoom, tx, ty = (_num(v, f"{where}[{i}]") for i, v in enumerate(data))
+        yaw, pitch, zoom, tx, ty = (spec_number(v, f"{where}[{i}]") for i, v in enumerate(data))
         if zoom < 0.5:
             raise UserInputError(f"{where}: zoom must be >= 0.5, found {zoom}",
                                  hint="zoom is a dolly magnification; 1 is the start distance")

@@ -22,7 +22,7 @@ import numpy as np
 
 from vidmem.errors import UserInputError
 from vidmem.sim.assets import ENTITIES, PANO_HEIGHT, PLACES, SECTOR_WIDTH, check_state
-from vidmem.sim.camera import Pose, smoothstep
+from vidmem.sim.camera import Pose, smoothstep, spec_number
 
 __all__ = [
     "SIM_VERSION",
@@ -42,18 +42,6 @@ VIEW_HEIGHT_PX = 225.0
 #: default output format.
 DEFAULT_WIDTH, DEFAULT_HEIGHT, DEFAULT_FPS = 320, 180, 8.0
 _ROUND = 5
-
-
-def _num(value: Any, where: str, *, low: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise UserInputError(
-            f"{where}: expected a finite number, found {value!r}",
-            hint="world specs are written by vidmem.sim; rebuild the data instead of editing them",
-        )
-    if low is not None and value < low:
-        raise UserInputError(f"{where}: expected a number >= {low}, found {value!r}",
-                             hint="rebuild the data with `vidmem sim build`")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -139,13 +127,13 @@ class EntityTrack:
                 raise UserInputError(f"{where}: missing field {key!r}",
                                      hint="rebuild the data with `vidmem sim build`")
         keys = tuple(
-            (_num(k[0], f"{where}.keys[{i}]"), _num(k[1], f"{where}.keys[{i}]"),
-             _num(k[2], f"{where}.keys[{i}]"))
+            (spec_number(k[0], f"{where}.keys[{i}]"), spec_number(k[1], f"{where}.keys[{i}]"),
+             spec_number(k[2], f"{where}.keys[{i}]"))
             for i, k in enumerate(d["keys"])
         )
         if not keys:
             raise UserInputError(f"{where}.keys: expected at least one (t, u, v) key")
-        states = tuple((_num(s[0], f"{where}.states[{i}]"), str(s[1]))
+        states = tuple((spec_number(s[0], f"{where}.states[{i}]"), str(s[1]))
                        for i, s in enumerate(d["states"]))
         if not states:
             raise UserInputError(f"{where}.states: expected at least one (t, state) entry")
@@ -154,10 +142,11 @@ class EntityTrack:
         mix = d.get("mix")
         if mix is not None:
             check_state(str(mix[0]), str(mix[1]), f"{where}.mix")
-            mix = (str(mix[0]), str(mix[1]), _num(mix[2], f"{where}.mix[2]", low=0.0))
-        return cls(str(d["id"]), str(d["asset"]), _num(d["t_in"], f"{where}.t_in"),
-                   _num(d["t_out"], f"{where}.t_out"), keys, states,
-                   _num(d.get("scale", 1.0), f"{where}.scale", low=1e-3), int(d.get("z", 0)), mix)
+            mix = (str(mix[0]), str(mix[1]), spec_number(mix[2], f"{where}.mix[2]", low=0.0))
+        return cls(str(d["id"]), str(d["asset"]), spec_number(d["t_in"], f"{where}.t_in"),
+                   spec_number(d["t_out"], f"{where}.t_out"), keys, states,
+                   spec_number(d.get("scale", 1.0), f"{where}.scale", low=1e-3),
+                   int(d.get("z", 0)), mix)
 
 
 @dataclass(frozen=True)
@@ -322,7 +311,7 @@ class WorldSpec:
                 raise UserInputError(f"{where}: missing field {key!r}",
                                      hint="rebuild the data with `vidmem sim build`")
         camera = tuple(
-            CameraKey(_num(k[0], f"{where}.camera[{i}].t"),
+            CameraKey(spec_number(k[0], f"{where}.camera[{i}].t"),
                       Pose.from_list(k[1], f"{where}.camera[{i}].pose"))
             for i, k in enumerate(d["camera"])
         )
@@ -336,9 +325,9 @@ class WorldSpec:
             raise UserInputError(f"{where}: frame size {width}x{height} must be even and >= 16")
         return cls(
             seed=int(d["seed"]), width=width, height=height,
-            fps=_num(d["fps"], f"{where}.fps", low=1e-3), n_frames=int(d["n_frames"]),
+            fps=spec_number(d["fps"], f"{where}.fps", low=1e-3), n_frames=int(d["n_frames"]),
             background=Background.from_dict(d["background"], f"{where}.background"),
-            camera=camera, entities=entities, t0=_num(d.get("t0", 0.0), f"{where}.t0"),
+            camera=camera, entities=entities, t0=spec_number(d.get("t0", 0.0), f"{where}.t0"),
             kind=str(d.get("kind", "scene")), info=dict(d.get("info") or {}), version=version,
         )
 
