@@ -15,6 +15,7 @@ instance as ``BENCHMARK``, plus one catalog line pointing at it.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -233,6 +234,12 @@ class Benchmark(ABC):
     scorer_options: ClassVar[Sequence[CliOption]] = ()
     #: options of ``score``/``run`` that are not part of the scorer's identity
     score_options: ClassVar[Sequence[CliOption]] = ()
+    #: the output side, as ``"module:function"`` (``demo_module``: a module), imported
+    #: only when used so that listing benchmarks stays light
+    summary_printer: ClassVar[str | None] = None
+    report_builder: ClassVar[str | None] = None
+    sim_builder: ClassVar[str | None] = None
+    demo_module: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ dataset
 
@@ -322,26 +329,36 @@ class Benchmark(ABC):
 
     # ------------------------------------------------------------------ output
 
-    @abstractmethod
     def print_summary(self, console: Console, summary: Mapping[str, Any], run: RunDir) -> None:
-        """Print the headline numbers."""
+        """Print the headline numbers (``summary_printer(console, summary, run)``)."""
+        _target(self, "summary_printer")(console, summary, run)
 
-    @abstractmethod
     def report(self, run: RunDir) -> Report:
-        """The run's report, built from the run directory only."""
+        """The run's report, built from the run directory only (``report_builder(run)``)."""
+        return _target(self, "report_builder")(run)
 
     def demo(self) -> Any | None:
-        """This benchmark's part of ``vidmem demo``, or ``None``.
+        """This benchmark's part of ``vidmem demo`` (the ``demo_module``), or ``None``.
 
-        A demo part is a module (or object) with ``ANNOUNCE`` (the line printed before it
-        runs), ``config()``, ``run(bench, base, quiet=...) -> result``, ``passed(result)``,
+        A demo part is a module with ``ANNOUNCE`` (the line printed before it runs),
+        ``config()``, ``run(bench, base, quiet=...) -> result``, ``passed(result)``,
         ``print_result(console, result)`` and ``report_section(report, result, base,
         report_dir)``.
         """
-        return None
+        return importlib.import_module(self.demo_module) if self.demo_module else None
 
     def sim_build(self, out: Path, *, seed: int, n_cases: int | None) -> BuildSummary:
-        """Write a dataset in this benchmark's layout from the sim world."""
-        from vidmem.errors import UserInputError
+        """Write a dataset in this benchmark's layout from the sim world (``sim_builder``)."""
+        return _target(self, "sim_builder")(out, seed=seed, n_cases=n_cases)
 
-        raise UserInputError(f"{self.name} has no sim dataset builder")
+
+def _target(bench: Benchmark, attribute: str) -> Any:
+    """Import the ``"module:function"`` a benchmark names in ``attribute``."""
+    from vidmem.errors import UserInputError
+
+    spec = getattr(bench, attribute)
+    if not spec:
+        raise UserInputError(f"benchmark {bench.name} has no {attribute}",
+                             hint="see vidmem.benchmarks.contract.Benchmark")
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -52,6 +52,10 @@ class CMBench(Benchmark):
     allow_missing_help = "Score missing continuations as 0 (and say how many)."
     validate_options = cli.VALIDATE_OPTIONS
     scorer_options = cli.SCORER_OPTIONS
+    summary_printer = "vidmem.benchmarks.cmbench.benchmark:print_summary"
+    report_builder = "vidmem.benchmarks.cmbench.report:build_cmbench_report"
+    sim_builder = "vidmem.benchmarks.cmbench.sim_build:build_cmbench"
+    demo_module = "vidmem.benchmarks.cmbench.demo"
     score_options = cli.SCORE_OPTIONS
 
     # ------------------------------------------------------------------ dataset
@@ -201,26 +205,6 @@ class CMBench(Benchmark):
         return {role: b.info() for role, b in (("detector", backends.detector),
                                                ("segmenter", backends.segmenter),
                                                ("embedder", backends.embedder)) if b is not None}
-
-    # ------------------------------------------------------------------ output
-
-    def print_summary(self, console: Console, summary: Mapping[str, Any], run: RunDir) -> None:
-        print_summary(console, summary, run)
-
-    def report(self, run: RunDir) -> Any:
-        from vidmem.benchmarks.cmbench.report import build_cmbench_report
-
-        return build_cmbench_report(run)
-
-    def demo(self) -> Any:
-        from vidmem.benchmarks.cmbench import demo
-
-        return demo
-
-    def sim_build(self, out: Path, *, seed: int, n_cases: int | None) -> Any:
-        from vidmem.benchmarks.cmbench.sim_build import build_cmbench
-
-        return build_cmbench(out, seed=seed, n_cases=n_cases)
 
 
 def kv_block(log: Any, task_ids: list[str], baseline: str | Path | None) -> dict[str, Any]:

@@ -35,7 +35,6 @@ ANNOUNCE = "CMBench on the sim world: building, generating with perfect and no m
 
 def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     """Build, generate, score; return per-memory summaries and the per-task comparison."""
-    from vidmem.runners.reporting import render_run_report
 
     data = base / "data"
     if not (data / "metadata.jsonl").is_file():
@@ -45,12 +44,10 @@ def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED}
-        run_dir = runner.open_run(bench, ds, base / memory, cfg, {"generator": {"name": "sim", "options": options}},
-                                  resume=True, overwrite=False, argv=None)
-        gen = runner.generate(bench, ds, run_dir, "sim", options, quiet=quiet)
-        summary = runner.score(bench, ds, run_dir, gen["dir"], cfg, quiet=quiet)
-        runner.record_backends(bench, run_dir, cfg)
-        summary["report"] = str(render_run_report(run_dir.path)["html"])
+        summary, run_dir = runner.run_benchmark(
+            bench, ds, videos=None, out=base / memory, gen=("sim", options), config=cfg,
+            allow_missing=False, workers=1, resume=True, overwrite=False, quiet=quiet, argv=[])
+        summary["report"] = summary["report"]["html"]
         summary["per_task"] = {r["task_id"]: r["score"] for r in run_dir.scores()}
         results[memory] = summary
     tasks = list(results["perfect"]["per_task"])

@@ -53,6 +53,10 @@ class MemoryLoop(Benchmark):
     validate_options = cli.VALIDATE_OPTIONS
     requests_options = cli.REQUESTS_OPTIONS
     scorer_options = cli.SCORER_OPTIONS
+    summary_printer = "vidmem.benchmarks.memory_loop.benchmark:print_summary"
+    report_builder = "vidmem.benchmarks.memory_loop.report:build_memory_loop_report"
+    sim_builder = "vidmem.benchmarks.memory_loop.sim_build:build_memory_loop"
+    demo_module = "vidmem.benchmarks.memory_loop.demo"
 
     # ------------------------------------------------------------------ dataset
 
@@ -209,26 +213,6 @@ class MemoryLoop(Benchmark):
 
     def backend_infos(self, backends: MemoryLoopScorer) -> dict[str, Any]:
         return {"embedder": backends.embedder.info()}
-
-    # ------------------------------------------------------------------ output
-
-    def print_summary(self, console: Console, summary: Mapping[str, Any], run: RunDir) -> None:
-        print_summary(console, summary, run)
-
-    def report(self, run: RunDir) -> Any:
-        from vidmem.benchmarks.memory_loop.report import build_memory_loop_report
-
-        return build_memory_loop_report(run)
-
-    def demo(self) -> Any:
-        from vidmem.benchmarks.memory_loop import demo
-
-        return demo
-
-    def sim_build(self, out: Path, *, seed: int, n_cases: int | None) -> Any:
-        from vidmem.benchmarks.memory_loop.sim_build import build_memory_loop
-
-        return build_memory_loop(out, seed=seed, n_cases=n_cases)
 
 
 def _fmt(v: float | None, spec: str = ".4f") -> str:

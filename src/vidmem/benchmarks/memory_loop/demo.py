@@ -49,8 +49,6 @@ def _run_dir_name(memory: str) -> str:
 
 def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     """Build, roll out with each memory setting, score; return fidelity and half-lives."""
-    from vidmem.runners.reporting import render_run_report
-
     data = base / "data"
     if not (data / "cases.jsonl").is_file():
         bench.sim_build(data, seed=SEED, n_cases=N_IMAGES)
@@ -60,12 +58,10 @@ def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED, "duration_seconds": DURATION_SECONDS,
                    "fps": FPS}
-        run_dir = runner.open_run(bench, ds, base / _run_dir_name(memory), cfg,
-                                  {"generator": {"name": "sim", "options": options}},
-                                  resume=True, overwrite=False, argv=None)
-        gen = runner.generate(bench, ds, run_dir, "sim", options, quiet=quiet)
-        summary = runner.score(bench, ds, run_dir, gen["dir"], cfg, quiet=quiet)
-        runner.record_backends(bench, run_dir, cfg)
+        summary, run_dir = runner.run_benchmark(
+            bench, ds, videos=None, out=base / _run_dir_name(memory), gen=("sim", options),
+            config=cfg, allow_missing=False, workers=1, resume=True, overwrite=False,
+            quiet=quiet, argv=[])
         overall = summary["overall"]
         out[memory] = {
             "fidelity": overall["sample_fidelity"],
@@ -73,7 +69,7 @@ def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
             "median_t_half_seconds": overall["half_life"]["median_t_half_seconds"],
             "true_t_half_seconds": _true_t_half(memory),
             "not_applicable": overall["half_life"]["not_applicable"],
-            "report": str(render_run_report(run_dir.path)["html"]),
+            "report": summary["report"]["html"],
         }
     perfect, short = (out[m]["fidelity"]["mean"] for m in MEMORIES)
     higher = perfect is not None and short is not None and perfect > short
