@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +190,9 @@ class VideoFolderScan:
 
     missing_what: ClassVar[str] = "video(s)"
     missing_hint: ClassVar[str] = "the generator must write <id>.mp4 for every row"
+    #: what the folder holds, for the "folder not found" message
+    folder_noun: ClassVar[str] = "video"
+    id_noun: ClassVar[str] = "id"
 
     found: dict[str, Path]
     missing: list[str]
@@ -199,6 +203,22 @@ class VideoFolderScan:
     def __iter__(self) -> Iterator[Any]:
         yield self.found
         yield self.missing
+
+    @classmethod
+    def of(cls, videos_dir: str | os.PathLike[str], ids: Iterable[str], *,
+           check: Callable[[Path, VideoInfo], str | None] | None = None) -> Any:
+        """Scan ``videos_dir`` for ``<id>.mp4`` of every id (see :func:`scan_video_folder`).
+
+        Raises:
+            UserInputError: ``videos_dir`` is not a folder.
+        """
+        folder = Path(videos_dir).expanduser()
+        if not folder.is_dir():
+            raise UserInputError(
+                f"{folder}: {cls.folder_noun} folder not found",
+                hint=f"pass the folder the generator wrote <{cls.id_noun}>.mp4 files into")
+        found, missing, reasons, unexpected = scan_video_folder(folder, ids, check=check)
+        return cls(found, missing, reasons, unexpected, folder)
 
     def raise_if_missing(self) -> None:
         """Raise when any video is missing (a missing one is never skipped).

@@ -9,7 +9,7 @@ reference images and the prompt that the protocol lets a system see.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -130,21 +130,27 @@ def write_manifest(requests: Sequence[GenerationRequest], path: str | os.PathLik
     Raises:
         UserInputError: an item is not a request, or two share a ``request_id``.
     """
-    seen: dict[str, int] = {}
     for k, r in enumerate(requests):
         if not isinstance(r, GenerationRequest):
             raise UserInputError(
                 f"write_manifest: item {k} is a {type(r).__name__}, expected a GenerationRequest",
                 hint="build requests with the benchmark's rollouts(dataset, out_dir)",
             )
+    _refuse_duplicate_ids(((f"item {k}", r) for k, r in enumerate(requests)), "write_manifest")
+    return write_jsonl(path, (r.to_dict() for r in requests))
+
+
+def _refuse_duplicate_ids(placed: Iterable[tuple[str, GenerationRequest]], where: str) -> None:
+    """Each request names one output file, so two may not share a ``request_id``."""
+    seen: dict[str, str] = {}
+    for place, r in placed:
         if r.request_id in seen:
             raise UserInputError(
-                f"write_manifest: request_id {r.request_id!r} appears twice (items "
-                f"{seen[r.request_id]} and {k})",
+                f"{where}: request_id {r.request_id!r} appears twice ({seen[r.request_id]} "
+                f"and {place})",
                 hint="each request names one output file; make request ids unique",
             )
-        seen[r.request_id] = k
-    return write_jsonl(path, (r.to_dict() for r in requests))
+        seen[r.request_id] = place
 
 
 def read_manifest(path: str | os.PathLike[str]) -> list[GenerationRequest]:
@@ -160,16 +166,7 @@ def read_manifest(path: str | os.PathLike[str]) -> list[GenerationRequest]:
         UserInputError: missing file, bad JSON, a bad row (naming the line and field) or
             a duplicate ``request_id``.
     """
-    out: list[GenerationRequest] = []
-    seen: dict[str, int] = {}
-    for line, obj in read_jsonl(path):
-        req = GenerationRequest.from_dict(obj, where=f"{path}:{line}")
-        if req.request_id in seen:
-            raise UserInputError(
-                f"{path}:{line}: request_id {req.request_id!r} already on line "
-                f"{seen[req.request_id]}",
-                hint="each request must have its own id",
-            )
-        seen[req.request_id] = line
-        out.append(req)
-    return out
+    placed = [(f"line {line}", GenerationRequest.from_dict(obj, where=f"{path}:{line}"))
+              for line, obj in read_jsonl(path)]
+    _refuse_duplicate_ids(placed, str(path))
+    return [req for _, req in placed]

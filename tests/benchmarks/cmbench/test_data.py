@@ -771,7 +771,7 @@ def test_requests_and_manifest_round_trip(tmp_path, template):
     with pytest.raises(UserInputError, match=r"bad_manifest.jsonl:2: field 'prompt'"):
         read_manifest(bad)
     bad.write_text(json.dumps(row) + "\n\n" + json.dumps(row) + "\n")
-    with pytest.raises(UserInputError, match=r":3: request_id .* already on line 1"):
+    with pytest.raises(UserInputError, match=r"request_id .* appears twice \(line 1 and line 3\)"):
         read_manifest(bad)
     assert GenerationRequest.from_dict(row) == reqs[0]
 

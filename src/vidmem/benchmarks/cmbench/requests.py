@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vidmem.benchmarks.cmbench.schema import BENCHMARK, CMBenchDataset
-from vidmem.benchmarks.jsonl_dataset import VideoFolderScan, scan_video_folder
+from vidmem.benchmarks.jsonl_dataset import VideoFolderScan
 from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest, read_manifest, write_manifest
 from vidmem.io.jsonl import read_jsonl
@@ -116,6 +116,8 @@ class ContinuationScan(VideoFolderScan):
     """
 
     missing_what = "continuation(s)"
+    folder_noun = "continuation"
+    id_noun = "task_id"
     missing_hint = (
         "the generator must write <task_id>.mp4 for every task; rerun it for the listed tasks"
     )
@@ -137,14 +139,7 @@ def find_continuations(ds: CMBenchDataset, videos_dir: str | os.PathLike[str]) -
     Raises:
         UserInputError: ``videos_dir`` is not a folder.
     """
-    folder = Path(videos_dir).expanduser()
-    if not folder.is_dir():
-        raise UserInputError(
-            f"{folder}: continuation folder not found",
-            hint="pass the folder the generator wrote <task_id>.mp4 files into",
-        )
-    found, missing, reasons, unexpected = scan_video_folder(folder, ds.task_ids)
-    return ContinuationScan(found, missing, reasons, unexpected, folder)
+    return ContinuationScan.of(videos_dir, ds.task_ids)
 
 
 # --------------------------------------------------------------------------- KV log

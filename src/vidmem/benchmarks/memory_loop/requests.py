@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vidmem.benchmarks.jsonl_dataset import VideoFolderScan, scan_video_folder
+from vidmem.benchmarks.jsonl_dataset import VideoFolderScan
 from vidmem.benchmarks.memory_loop.schema import BENCHMARK, MemoryLoopCase, MemoryLoopDataset
 from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest, read_manifest, write_manifest
@@ -118,13 +118,7 @@ def find_videos(ds: MemoryLoopDataset, videos_dir: str | os.PathLike[str]) -> Vi
     Raises:
         UserInputError: ``videos_dir`` is not a folder.
     """
-    folder = Path(videos_dir).expanduser()
-    if not folder.is_dir():
-        raise UserInputError(f"{folder}: video folder not found",
-                             hint="pass the folder the generator wrote <case_id>.mp4 files into")
-    found, missing, reasons, unexpected = scan_video_folder(folder, ds.case_ids,
-                                                            check=_too_few_frames)
-    return VideoScan(found, missing, reasons, unexpected, folder)
+    return VideoScan.of(videos_dir, ds.case_ids, check=_too_few_frames)
 
 
 def pose_source(ds: MemoryLoopDataset, case: MemoryLoopCase, video: str | os.PathLike[str]
