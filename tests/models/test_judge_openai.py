@@ -40,7 +40,9 @@ class FakeServer:
 
     ``{"content": str | None}`` a chat completion; ``{"status": int, "headers": {...}}``
     an HTTP error; ``{"delay": s, ...}`` wait first; ``{"raw": bytes}`` a 200 with that
-    body.
+    body; ``{"trickle": s, "pad": n, "content": ...}`` a chat completion whose body starts
+    with ``n`` spaces (valid JSON whitespace) sent one byte every ``s`` seconds, the rest
+    at once. ``trickle_ends`` records when each trickle stopped (finished or cut off).
     """
 
     def __init__(self) -> None:
@@ -49,6 +51,7 @@ class FakeServer:
         self.requests: list[dict[str, Any]] = []
         self.gets: list[str] = []
         self.models = [MODEL]
+        self.trickle_ends: list[float] = []
         self.stop = threading.Event()
         self._lock = threading.Lock()
         owner = self
@@ -71,6 +74,26 @@ class FakeServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout) before we answered
 
+            def _trickle(self, body: bytes, pad: int, every: float) -> None:
+                data = b" " * pad + body
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.flush()
+                    for k in range(pad):
+                        if owner.stop.wait(every):
+                            return
+                        self.wfile.write(data[k : k + 1])
+                        self.wfile.flush()
+                    self.wfile.write(data[pad:])
+                    self.wfile.flush()
+                except OSError:
+                    pass  # the client cut the connection
+                finally:
+                    owner.trickle_ends.append(time.monotonic())
+
             def do_GET(self) -> None:
                 owner.gets.append(self.path)
                 if self.path.rstrip("/") != "/v1/models":
@@ -92,6 +115,9 @@ class FakeServer:
                     self._send(404, b'{"error": {"message": "not found"}}')
                 elif "raw" in behaviour:
                     self._send(200, behaviour["raw"])
+                elif "trickle" in behaviour:
+                    body_bytes = json.dumps(completion(body, behaviour)).encode()
+                    self._trickle(body_bytes, behaviour["pad"], behaviour["trickle"])
                 elif "status" in behaviour:
                     err = {"error": {"message": f"scripted {behaviour['status']}", "type": "x"}}
                     self._send(
@@ -297,6 +323,97 @@ def test_missing_required_key_triggers_retry(server):
     assert "['present']" in follow_up and JSON_ONLY_INSTRUCTION in follow_up
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"present": true, "score": NaN}',
+        '{"present": true, "score": -Infinity}',
+        '{"present": true, "score": 1e999}',
+        '{"present": true, "scores": [1, Infinity]}',
+    ],
+    ids=["nan", "minus-infinity", "overflow", "nested-infinity"],
+)
+def test_non_finite_numbers_are_unparsable(server, bad):
+    server.script = [{"content": bad}, {"content": bad}]
+    judge = make_judge(server)
+    result = judge.judge(req())
+    assert result.status == "unparsable" and result.data is None
+    assert result.raw == bad and result.attempts == 2
+    assert "non-finite number" in result.error
+    follow_up = server.requests[1]["body"]["messages"][2]["content"]
+    assert "non-finite number" in follow_up and JSON_ONLY_INSTRUCTION in follow_up
+    assert judge.stats()["unparsable"] == 1 and judge.stats()["ok"] == 0
+
+
+def test_non_finite_then_finite_on_retry_is_ok(server):
+    server.script = [
+        {"content": '{"present": true, "score": NaN}'},
+        {"content": '{"present": true, "score": 0.25}'},
+    ]
+    result = make_judge(server).judge(req())
+    assert result.status == "ok" and result.data == {"present": True, "score": 0.25}
+    assert result.attempts == 2
+
+
+def typed_req(**key_types: Any) -> JudgeRequest:
+    return JudgeRequest(
+        item_id="item-1",
+        prompt='Answer as JSON: {"present": bool, "count": int}',
+        required_keys=("present",),
+        key_types=key_types,
+    )
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ('{"present": "true", "count": 2}', "'present' is a string, expected boolean"),
+        ('{"present": 1, "count": 2}', "'present' is an integer, expected boolean"),
+        ('{"present": true, "count": 2.5}', "'count' is a number, expected integer"),
+        ('{"present": true, "count": true}', "'count' is a boolean, expected integer"),
+        ('{"present": null}', "'present' is null, expected boolean"),
+        ('{"present": true, "count": [2]}', "'count' is an array, expected integer"),
+    ],
+)
+def test_wrong_value_types_are_unparsable(server, bad, why):
+    server.script = [{"content": bad}, {"content": bad}]
+    judge = make_judge(server)
+    result = judge.judge(typed_req(present="boolean", count="integer"))
+    assert result.status == "unparsable" and result.data is None  # never coerced
+    assert result.raw == bad and result.attempts == 2
+    assert why in result.error
+    assert why in server.requests[1]["body"]["messages"][2]["content"]
+
+
+def test_right_value_types_are_ok(server):
+    server.script = [
+        {"content": '{"present": "yes"}'},
+        {"content": '{"present": "abstain", "count": 3, "score": 1}'},
+    ]
+    judge = make_judge(server)
+    result = judge.judge(
+        typed_req(present=("boolean", "string"), count="integer", score="number", why="string")
+    )
+    # an absent optional key is fine; "number" takes integers too
+    assert result.status == "ok" and result.attempts == 1
+    assert result.data == {"present": "yes"}
+    result = judge.judge(
+        typed_req(present=("boolean", "string"), count="integer", score="number", why="string")
+    )
+    assert result.status == "ok" and result.data["count"] == 3
+
+
+def test_unknown_value_type_is_a_user_error():
+    with pytest.raises(UserInputError, match="key_types.*'present'.*'bool'"):
+        typed_req(present="bool")
+    with pytest.raises(UserInputError, match="key_types"):
+        typed_req(present=())
+    with pytest.raises(UserInputError, match="key_types.*'present'.*bool"):
+        typed_req(present=bool)
+    stored = typed_req(present="boolean", why=["string", "null"]).key_types
+    assert stored == {"present": ("boolean",), "why": ("string", "null")}
+
+
 def test_missing_key_twice_is_unparsable(server):
     server.script = [{"content": '{"count": 3}'}, {"content": '{"count": 4}'}]
     result = make_judge(server).judge(req())
@@ -393,6 +510,51 @@ def test_always_slow_gives_error_within_max_total_seconds(server):
     assert "max_total_seconds=1" in result.error
     assert elapsed < 1.0 + 0.3  # the hard bound, plus scheduling slack
     assert 2 <= result.attempts <= 5
+
+
+def _judge_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("vidmem-judge-call")]
+
+
+def test_trickling_reply_is_cut_at_max_total_seconds(server):
+    # One byte every 0.4 s: each read waits well under timeout_seconds, so per-read
+    # timeouts never fire; only a deadline over the whole call stops it (25 bytes of
+    # padding = 10 s of trickle before the reply would be complete).
+    server.default = {"trickle": 0.4, "pad": 25, "content": '{"present": true}'}
+    judge = make_judge(server, timeout_seconds=30.0, max_retries=0, max_total_seconds=2.0)
+    t0 = time.monotonic()
+    result = judge.judge(req())
+    elapsed = time.monotonic() - t0
+    assert result.status == "error" and result.data is None
+    assert "max_total_seconds=2" in result.error
+    assert result.attempts == 1
+    assert 1.9 <= elapsed < 2.0 + 1.5
+    # the connection was cut, not left trickling in the background
+    t1 = time.monotonic()
+    while (not server.trickle_ends or _judge_threads()) and time.monotonic() - t1 < 2.0:
+        time.sleep(0.02)
+    assert server.trickle_ends and server.trickle_ends[0] - t0 < 2.0 + 1.5
+    assert _judge_threads() == []
+
+
+def test_trickling_reply_each_call_bounded_by_timeout_seconds(server):
+    # With retries allowed, each call is cut at timeout_seconds and retried, and the
+    # whole judge() call still ends at max_total_seconds.
+    server.default = {"trickle": 0.4, "pad": 25, "content": '{"present": true}'}
+    judge = make_judge(server, timeout_seconds=0.9, max_retries=5, max_total_seconds=2.0)
+    t0 = time.monotonic()
+    result = judge.judge(req())
+    elapsed = time.monotonic() - t0
+    assert result.status == "error" and "max_total_seconds=2" in result.error
+    assert 2 <= result.attempts <= 4
+    assert elapsed < 2.0 + 1.5
+
+
+def test_fast_trickle_within_the_deadline_is_a_reply(server):
+    server.script = [{"trickle": 0.02, "pad": 10, "content": '{"present": true}'}]
+    result = make_judge(server, timeout_seconds=5.0, max_total_seconds=5.0).judge(req())
+    assert result.status == "ok" and result.data == {"present": True}
+    assert result.attempts == 1
 
 
 def test_unreachable_server_is_an_error(server):

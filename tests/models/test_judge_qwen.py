@@ -298,6 +298,27 @@ def test_broken_twice_is_unparsable_never_a_default(scripted):
     assert judge.stats()["unparsable"] == 1 and judge.stats()["format_retries"] == 1
 
 
+def test_non_finite_numbers_are_unparsable(scripted):
+    bad = '{"present": true, "confidence": NaN}'
+    judge, script = scripted(bad, '{"present": true, "confidence": 1e999}')
+    result = judge.judge(_request())
+    assert result.status == "unparsable" and result.data is None and result.attempts == 2
+    assert result.raw == '{"present": true, "confidence": 1e999}'
+    assert "non-finite number" in result.error
+    assert "non-finite number" in script.prompts[1]
+
+
+def test_wrong_value_type_is_unparsable_never_coerced(scripted):
+    judge, script = scripted('{"present": "true"}', '{"present": "yes"}')
+    result = judge.judge(_request(key_types={"present": "boolean"}))
+    assert result.status == "unparsable" and result.data is None and result.attempts == 2
+    assert "'present' is a string, expected boolean" in result.error
+    assert "'present' is a string, expected boolean" in script.prompts[1]
+    judge, _ = scripted('{"present": "true"}', '{"present": false}')
+    result = judge.judge(_request(key_types={"present": "boolean"}))
+    assert result.status == "ok" and result.data == {"present": False}
+
+
 def test_empty_first_reply_is_not_replayed(scripted):
     judge, script = scripted("", '{"present": false}')
     result = judge.judge(_request())

@@ -19,15 +19,48 @@ Braces and quotes inside strings do not count when matching braces. A candidate 
 still does not parse is skipped and the scan goes on with the next ``{``, so stray
 braces in the prose do not hide a good object after them. Arrays and scalars at the
 top level are not objects and give ``None``.
+
+Refused, never repaired (strict JSON, RFC 8259): ``NaN``, ``Infinity`` and
+``-Infinity`` (which :func:`json.loads` accepts by default), and number literals that
+no float can hold (``1e999`` would become ``inf``; so would a 400-digit integer once a
+caller converts it). An object holding one is the model's answer and it is unusable:
+neither it nor any object nested in it is returned, and :func:`find_json_object` says
+why. :func:`wrong_types` checks the JSON types of an object's values against what the
+question expects (the judges' ``JudgeRequest.key_types``); a value of another type is
+never coerced.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MAX_CANDIDATES", "extract_json_object", "missing_keys"]
+from vidmem.values import type_name
+
+__all__ = [
+    "JSON_TYPES",
+    "MAX_CANDIDATES",
+    "NO_OBJECT",
+    "NON_FINITE",
+    "extract_json_object",
+    "find_json_object",
+    "missing_keys",
+    "wrong_types",
+]
+
+#: The JSON type names :func:`wrong_types` understands (``"number"`` admits integers).
+JSON_TYPES = ("object", "array", "string", "boolean", "integer", "number", "null")
+
+#: What :func:`find_json_object` says when no object parses.
+NO_OBJECT = "no JSON object found in the reply"
+#: What :func:`find_json_object` says when the object holds NaN, Infinity or 1e999.
+NON_FINITE = (
+    "the JSON object holds a non-finite number (NaN, Infinity, -Infinity, or a literal "
+    "too large for a float such as 1e999); JSON numbers must be finite"
+)
 
 # Opening quote -> the characters that may close it. Smart quotes pair loosely because
 # models (and keyboards) mix the left and right forms.
@@ -178,16 +211,91 @@ def _normalise(candidate: str) -> str:
     return "".join(out)
 
 
-def _parse(candidate: str) -> dict[str, Any] | None:
+class _NonFinite(Exception):
+    """Internal: the candidate is JSON but holds a number that is not a finite float."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)  # NaN, Infinity, -Infinity
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):  # 1e999 -> inf
+        raise _NonFinite(literal)
+    return value
+
+
+def _float_sized_int(literal: str) -> int:
+    value = int(literal)
+    if abs(value) > sys.float_info.max:  # float(value) would overflow
+        raise _NonFinite(literal)
+    return value
+
+
+def _loads(text: str) -> Any:
+    return json.loads(
+        text,
+        strict=False,
+        parse_constant=_refuse_constant,
+        parse_float=_finite_float,
+        parse_int=_float_sized_int,
+    )
+
+
+def _parse(candidate: str) -> dict[str, Any] | None | _NonFinite:
+    """The object in ``candidate`` (strict, then repaired); ``None`` when neither parses
+    to an object; a :class:`_NonFinite` when it parses but holds a non-finite number."""
     for text in (candidate, None):
         if text is None:
             text = _normalise(candidate)
         try:
-            value = json.loads(text, strict=False)
+            value = _loads(text)
+        except _NonFinite as exc:
+            return exc
         except (ValueError, RecursionError):
             continue
         return value if isinstance(value, dict) else None
     return None
+
+
+def find_json_object(text: str | None) -> tuple[dict[str, Any] | None, str]:
+    """Like :func:`extract_json_object`, and say why nothing was found.
+
+    Returns:
+        ``(object, "")``, or ``(None, reason)`` where the reason is :data:`NON_FINITE`
+        when an object was found but holds a non-finite number, else :data:`NO_OBJECT`.
+
+    Example:
+        >>> find_json_object('{"a": 1}')
+        ({'a': 1}, '')
+        >>> find_json_object('{"a": NaN}')[1] == NON_FINITE
+        True
+        >>> find_json_object('nothing')
+        (None, 'no JSON object found in the reply')
+    """
+    if not text:
+        return None, NO_OBJECT
+    ends: dict[int, int | None] = {}
+    tried = 0
+    reason = NO_OBJECT
+    start = text.find("{")
+    while start != -1 and tried < MAX_CANDIDATES:
+        if start not in ends:
+            _scan_objects(text, start, ends)
+        end = ends[start]
+        resume = start + 1
+        if end is not None:
+            tried += 1
+            parsed = _parse(text[start:end])
+            if isinstance(parsed, _NonFinite):
+                # the model's object, and it is not valid JSON: none of it is used
+                reason = NON_FINITE
+                resume = end
+            elif parsed is not None:
+                return parsed, ""
+        start = text.find("{", resume)
+    return None, reason
 
 
 def extract_json_object(text: str | None) -> dict[str, Any] | None:
@@ -198,7 +306,10 @@ def extract_json_object(text: str | None) -> dict[str, Any] | None:
     repaired form, and returns the first that gives an object. A ``{`` whose
     candidate fails is skipped, and the scan resumes after it, so an object nested in
     an unusable one may be returned: callers check the keys they need with
-    :func:`missing_keys`. At most :data:`MAX_CANDIDATES` candidates are tried.
+    :func:`missing_keys`. A candidate that parses but holds a non-finite number
+    (``NaN``, ``Infinity``, ``1e999``) is refused with everything nested in it, and
+    the scan resumes after its end. At most :data:`MAX_CANDIDATES` candidates are
+    tried. :func:`find_json_object` also says why nothing was found.
 
     Args:
         text: the model's reply; ``None`` or empty gives ``None``.
@@ -253,23 +364,15 @@ def extract_json_object(text: str | None) -> dict[str, Any] | None:
         True
         >>> extract_json_object('{"a": 1') is None
         True
+
+        Non-finite numbers (not JSON, although :func:`json.loads` reads them):
+
+        >>> extract_json_object('{"a": NaN}') is None
+        True
+        >>> extract_json_object('{"a": {"b": 1}, "c": 1e999}') is None
+        True
     """
-    if not text:
-        return None
-    ends: dict[int, int | None] = {}
-    tried = 0
-    start = text.find("{")
-    while start != -1 and tried < MAX_CANDIDATES:
-        if start not in ends:
-            _scan_objects(text, start, ends)
-        end = ends[start]
-        if end is not None:
-            tried += 1
-            parsed = _parse(text[start:end])
-            if parsed is not None:
-                return parsed
-        start = text.find("{", start + 1)
-    return None
+    return find_json_object(text)[0]
 
 
 def missing_keys(obj: Mapping[str, Any] | None, required: Iterable[str]) -> list[str]:
@@ -288,3 +391,42 @@ def missing_keys(obj: Mapping[str, Any] | None, required: Iterable[str]) -> list
     if obj is None:
         return list(required)
     return [key for key in required if key not in obj]
+
+
+def _type_ok(value: Any, expected: str) -> bool:
+    found = type_name(value)
+    return found == expected or (expected == "number" and found == "integer")
+
+
+def wrong_types(
+    obj: Mapping[str, Any] | None, key_types: Mapping[str, str | Iterable[str]]
+) -> list[str]:
+    """Describe each value of ``obj`` whose JSON type is not one ``key_types`` allows.
+
+    ``key_types`` maps a top-level key to a name from :data:`JSON_TYPES` or a sequence
+    of them; ``"number"`` admits integers, ``"integer"`` does not admit ``2.0``, and
+    booleans are neither. Keys absent from ``obj`` are not checked (required keys are
+    :func:`missing_keys`' business), nor are keys ``key_types`` does not name. Unknown
+    type names raise ``ValueError`` (``JudgeRequest`` refuses them up front).
+
+    Example:
+        >>> wrong_types({"a": "yes", "b": 2, "c": 1.5}, {"a": "boolean", "b": "number",
+        ...                                              "c": ("integer", "null")})
+        ["'a' is a string, expected boolean", "'c' is a number, expected integer or null"]
+        >>> wrong_types({"a": True}, {"a": "boolean", "z": "string"})
+        []
+    """
+    if obj is None:
+        return []
+    problems: list[str] = []
+    for key, allowed in key_types.items():
+        names = (allowed,) if isinstance(allowed, str) else tuple(allowed)
+        unknown = [n for n in names if n not in JSON_TYPES]
+        if unknown or not names:
+            raise ValueError(f"key {key!r}: unknown JSON type names {unknown or names!r}")
+        if key not in obj or any(_type_ok(obj[key], n) for n in names):
+            continue
+        found = type_name(obj[key])
+        article = "" if found == "null" else ("an " if found[0] in "aeiou" else "a ")
+        problems.append(f"{key!r} is {article}{found}, expected {' or '.join(names)}")
+    return problems

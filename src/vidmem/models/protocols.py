@@ -15,11 +15,14 @@ Conventions shared by all backends:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+from vidmem.errors import UserInputError
+from vidmem.models.json_extract import JSON_TYPES
 
 Box = tuple[float, float, float, float]
 
@@ -127,6 +130,14 @@ class JudgeRequest:
         prompt: the full question; it must ask for a single JSON object.
         images: frames shown to the judge, in order.
         required_keys: top-level keys the answer must contain to count as parsed.
+        key_types: the JSON type(s) each named top-level key must hold when present,
+            as names from :data:`vidmem.models.json_extract.JSON_TYPES` (``"boolean"``,
+            ``"integer"``, ``"number"``, ``"string"``, ``"array"``, ``"object"``,
+            ``"null"``) or tuples of them, e.g. ``{"present": "boolean", "count":
+            "integer", "why": ("string", "null")}``. A value of another type makes the
+            answer unusable (never coerced: ``"true"`` is not ``true``). Stored as
+            ``dict[str, tuple[str, ...]]``; an unknown name raises
+            :class:`vidmem.errors.UserInputError`.
         payload: the same question as structured data (e.g. the roster as a list of
             dicts). VLM judges read only ``prompt`` and ``images``; judges that are not
             VLMs (such as the sim world's card judge) read ``payload`` instead of
@@ -138,6 +149,23 @@ class JudgeRequest:
     images: tuple[np.ndarray, ...] = ()
     required_keys: tuple[str, ...] = ()
     payload: dict[str, Any] = field(default_factory=dict)
+    key_types: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        types: dict[str, tuple[str, ...]] = {}
+        for key, allowed in dict(self.key_types or {}).items():
+            try:
+                names = (allowed,) if isinstance(allowed, str) else tuple(allowed)
+            except TypeError:  # e.g. a Python type such as bool
+                names = ()
+            if not names or any(n not in JSON_TYPES for n in names):
+                raise UserInputError(
+                    f"judge item '{self.item_id}': key_types[{key!r}] must name JSON types "
+                    f"from {', '.join(JSON_TYPES)}; found {allowed!r}",
+                    hint='e.g. key_types={"present": "boolean", "why": ("string", "null")}',
+                )
+            types[str(key)] = names
+        object.__setattr__(self, "key_types", types)
 
 
 @dataclass(frozen=True)

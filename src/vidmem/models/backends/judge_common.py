@@ -6,8 +6,9 @@ obtained (an HTTP call with retries, or a greedy generation). The rest of a
 :meth:`~vidmem.models.protocols.Judge.judge` call is :meth:`JudgeExchange._exchange`:
 
 1. ask once; no answer at all gives ``status="error"``;
-2. read the answer with :func:`read_reply` (one JSON object holding
-   ``request.required_keys``); usable gives ``status="ok"``;
+2. read the answer with :func:`read_reply`: one strict JSON object (no ``NaN``,
+   ``Infinity`` or ``1e999``) holding ``request.required_keys``, each value named in
+   ``request.key_types`` of an allowed JSON type; usable gives ``status="ok"``;
 3. otherwise ask ONE follow-up (:func:`follow_up_messages`): the model's reply is kept
    as the assistant turn and a user turn says why it was not usable and contains
    :data:`JSON_ONLY_INSTRUCTION` (an empty reply is not replayed -- some servers refuse
@@ -21,11 +22,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vidmem.models.json_extract import extract_json_object, missing_keys
+from vidmem.models.json_extract import find_json_object, missing_keys, wrong_types
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = [
@@ -60,22 +61,32 @@ Attempt = tuple[JudgeReply | None, int, str | None]
 
 
 def read_reply(
-    reply: JudgeReply, required: Sequence[str], *, token_limit: str
+    reply: JudgeReply,
+    required: Sequence[str],
+    *,
+    token_limit: str,
+    key_types: Mapping[str, str | Sequence[str]] | None = None,
 ) -> tuple[dict[str, Any] | None, str]:
     """Parse a reply; return ``(data, "")`` or ``(None, why it is not usable)``.
 
-    ``token_limit`` names the setting that cut a ``"length"`` reply (``max_tokens``,
-    ``max_new_tokens``) in the reason.
+    Unusable: no JSON object, an object holding a non-finite number, a missing
+    ``required`` key, or a value whose JSON type ``key_types`` does not allow (see
+    :func:`vidmem.models.json_extract.wrong_types`); nothing is coerced. ``token_limit``
+    names the setting that cut a ``"length"`` reply (``max_tokens``, ``max_new_tokens``)
+    in the reason.
     """
     truncated = f" (the reply was cut at {token_limit})" if reply.finish_reason == "length" else ""
     if not reply.text.strip():
         return None, f"the reply was empty{truncated}"
-    data = extract_json_object(reply.text)
+    data, why = find_json_object(reply.text)
     if data is None:
-        return None, f"no JSON object found in the reply{truncated}"
+        return None, f"{why}{truncated}"
     missing = missing_keys(data, required)
     if missing:
         return None, f"the JSON object lacks the required keys {missing}{truncated}"
+    wrong = wrong_types(data, key_types or {})
+    if wrong:
+        return None, f"the JSON object has values of the wrong type: {'; '.join(wrong)}"
     return data, ""
 
 
@@ -144,10 +155,13 @@ class JudgeExchange:
         """Steps 1-4 of the module docstring; ``first()`` asks with ``[user]``,
         ``again(messages)`` asks the follow-up. Never raises for model misbehaviour."""
         required = tuple(request.required_keys)
+        key_types = request.key_types
         reply, attempts, error = first()
         if reply is None:
             return self._result(request, "error", None, "", attempts, error)
-        data, problem = read_reply(reply, required, token_limit=self._token_limit)
+        data, problem = read_reply(
+            reply, required, token_limit=self._token_limit, key_types=key_types
+        )
         if data is not None:
             return self._result(request, "ok", data, reply.text, attempts, None)
 
@@ -167,7 +181,9 @@ class JudgeExchange:
                 attempts,
                 f"{problem}; the JSON-only follow-up got no answer: {error}",
             )
-        data, problem2 = read_reply(second, required, token_limit=self._token_limit)
+        data, problem2 = read_reply(
+            second, required, token_limit=self._token_limit, key_types=key_types
+        )
         if data is not None:
             return self._result(request, "ok", data, second.text, attempts, None)
         return self._result(

@@ -14,8 +14,10 @@ calls, all inside ``max_total_seconds``:
    jitter (``Retry-After`` is honoured when the server sends it). Other HTTP errors
    (400, 401, 404...) are not retried. If no answer comes back the result is
    ``status="error"``.
-3. The answer is read with :func:`vidmem.models.json_extract.extract_json_object` and
-   checked for ``request.required_keys``. If that fails, ONE follow-up call is made:
+3. The answer is read with :func:`vidmem.models.json_extract.find_json_object` (strict
+   numbers: ``NaN``, ``Infinity`` and ``1e999`` make it unusable) and checked for
+   ``request.required_keys`` and the JSON types of ``request.key_types``. If that
+   fails, ONE follow-up call is made:
    the conversation is replayed with the model's own reply as the assistant turn,
    followed by a user turn that says why it was not usable and contains
    :data:`JSON_ONLY_INSTRUCTION`. Keeping the first reply lets the model repair its
@@ -30,9 +32,10 @@ and in :meth:`OpenAIJudge.stats`. Misconfiguration (no server URL or model name,
 settings, malformed images) raises :class:`vidmem.errors.UserInputError`.
 
 The ``max_total_seconds`` bound is enforced by capping each call's timeout at the time
-left and by never sleeping past it. The HTTP timeout limits each wait for the
-server, so a server that keeps trickling bytes slower than the timeout could stretch
-a single call; real inference servers answer in one piece.
+left and by never sleeping past it. Each call is bounded as a whole, not only each
+wait for the server: a server that trickles its reply a byte at a time is cut off at
+the call's timeout and its connection shut down (see
+:mod:`vidmem.models.backends.judge_openai_http`).
 
 Layout: the HTTP calls, retries and ping are in
 :mod:`vidmem.models.backends.judge_openai_http`, the reply reading and follow-up shared
@@ -62,7 +65,12 @@ from vidmem.models.backends.judge_frames import (
     encode_image_data_url,
     sample_clip_frames,
 )
-from vidmem.models.backends.judge_openai_http import ChatServerCalls, JudgePing, redact_url
+from vidmem.models.backends.judge_openai_http import (
+    ChatServerCalls,
+    JudgePing,
+    redact_url,
+    remember_socket,
+)
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = [
@@ -114,7 +122,8 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             is accepted as a synonym, since every backend takes it.
         api_key: default ``$VIDMEM_JUDGE_API_KEY``, then ``$OPENAI_API_KEY``, then
             ``"EMPTY"`` (what local servers expect). Never recorded.
-        timeout_seconds: limit for each HTTP call.
+        timeout_seconds: limit for each HTTP call, from connecting to the last byte of
+            the reply.
         max_retries: retries of one call after a transport failure.
         backoff_base_seconds: first retry delay; doubles per retry, capped at
             ``backoff_max_seconds``, times a jitter factor in ``[0.5, 1]`` drawn from
@@ -283,11 +292,19 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         import openai
 
         self._openai = openai
+        # the SDK's own HTTP client defaults, plus the hook that lets a call that runs
+        # past its deadline cut its connection (judge_openai_http.remember_socket)
+        default_http = getattr(openai, "DefaultHttpxClient", None)
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or _env(KEY_ENVS) or "EMPTY",
             timeout=self.timeout_seconds,
             max_retries=0,  # retries are ours: bounded, counted, logged
+            http_client=(
+                None
+                if default_http is None
+                else default_http(event_hooks={"response": [remember_socket]})
+            ),
         )
         self._rng = random.Random(retry_seed)
         self._start_counters()

@@ -6,13 +6,28 @@ which holds the settings and the ``openai`` client these methods use. Transport 
 ``max_retries`` times with exponential backoff and bounded, seeded jitter
 (``Retry-After`` is honoured when the server sends it); other HTTP errors (400, 401,
 404...) are not retried. No call and no sleep passes ``max_total_seconds``.
+
+Each HTTP call is bounded as a whole, not only per socket operation. The HTTP client's
+timeouts limit each wait for the server (connect, one read...), so a server that
+trickles its reply a byte at a time -- each byte sooner than the timeout -- would keep
+a call alive for as long as it likes. So the call runs in a short-lived worker thread
+("vidmem-judge-call") and the caller waits for it at most the call's timeout
+(``timeout_seconds``, capped at the time left before ``max_total_seconds``). When
+that passes, the call counts as timed out, and the connection it was reading from is
+shut down so that the worker ends too: :func:`remember_socket`, an HTTP-client
+response hook, records the socket once the reply's headers are in. (A worker still
+waiting for the headers has nothing to cut yet; it ends at the client's own read
+timeout, which is the same bound, at the latest.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import math
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from vidmem.models.backends.judge_common import Attempt, JudgeReply
 
-__all__ = ["ChatServerCalls", "JudgePing", "redact_url"]
+__all__ = ["ChatServerCalls", "JudgePing", "redact_url", "remember_socket"]
 
 _RETRY_STATUS = frozenset({408, 409, 429})
 
@@ -69,6 +84,96 @@ class _Transport(Exception):
         self.retry_after = retry_after
 
 
+class _CallWatch:
+    """The sockets one bounded call reads from, so that its caller can cut them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._cut = False
+        self._finished = False
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            if not self._cut:
+                self._sockets.append(sock)
+                return
+        _shutdown(sock)  # the caller already gave up
+
+    def finish(self) -> None:
+        with self._lock:
+            self._finished = True
+            self._sockets.clear()
+
+    def cut(self) -> bool:
+        """Shut the call's sockets down; ``False`` if the call had already finished."""
+        with self._lock:
+            if self._finished:
+                return False
+            self._cut = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shutdown(sock)
+        return True
+
+
+_current = threading.local()  # .watch: the _CallWatch of the call this thread runs
+
+
+def _shutdown(sock: socket.socket) -> None:
+    # socket.socket's own shutdown, also for an ssl.SSLSocket (whose override drops its
+    # SSL object under the reader's feet); it wakes a reader blocked on the socket.
+    with contextlib.suppress(OSError, ValueError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def remember_socket(response: Any) -> None:
+    """HTTP-client ``response`` event hook: note the socket the reply comes on.
+
+    Called once the headers are in, before the body is read; the bounded call
+    (see the module docstring) running in this thread can then cut that socket
+    at its deadline. Does nothing outside a bounded call, or when the transport does not
+    expose its socket (the ``network_stream`` response extension).
+    """
+    watch = getattr(_current, "watch", None)
+    if watch is None:
+        return
+    stream = getattr(response, "extensions", {}).get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if isinstance(sock, socket.socket):
+        watch.add(sock)
+
+
+def _bounded(fn: Callable[[], Any], seconds: float, what: str) -> Any:
+    """Run ``fn()`` and return what it returns (or raise what it raises), waiting at most
+    ``seconds``; past that, cut its connection and raise a retryable :class:`_Transport`.
+    """
+    watch = _CallWatch()
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        _current.watch = watch
+        try:
+            outcome.append((True, context.run(fn)))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+        finally:
+            watch.finish()
+            _current.watch = None
+            done.set()
+
+    threading.Thread(target=work, name="vidmem-judge-call", daemon=True).start()
+    if not done.wait(max(seconds, 0.0)) and watch.cut():
+        raise _Transport(f"no complete {what} within {seconds:.3g} s", retryable=True)
+    done.wait()  # finished just now: the outcome is there
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
 class ChatServerCalls:
     """Mixin: calls to an OpenAI-compatible chat server (see the module docstring)."""
 
@@ -88,7 +193,12 @@ class ChatServerCalls:
     _count: Callable[..., None]  # JudgeExchange's counters
 
     def _call_once(self, body: dict[str, Any], timeout: float) -> JudgeReply:
-        """One HTTP call. Raises :class:`_Transport` for anything that is not a reply."""
+        """One HTTP call, over within ``timeout`` seconds however the server sends.
+        Raises :class:`_Transport` for anything that is not a reply."""
+        return _bounded(lambda: self._request(body, timeout), timeout, "reply")
+
+    def _request(self, body: dict[str, Any], timeout: float) -> JudgeReply:
+        """One HTTP call, bounded only by the client's per-operation ``timeout``."""
         openai = self._openai
         try:
             response = self._client.chat.completions.create(**body, timeout=timeout)
@@ -157,6 +267,12 @@ class ChatServerCalls:
                     return None, calls, last_error
                 retry_after = exc.retry_after
                 failures += 1
+            if deadline - time.monotonic() <= 0:  # this call used up the time left
+                return (
+                    None,
+                    calls,
+                    f"{last_error}; gave up at max_total_seconds={self.max_total_seconds:g}",
+                )
             if failures > self.max_retries:
                 return (
                     None,
@@ -198,12 +314,11 @@ class ChatServerCalls:
         openai = self._openai
         where = redact_url(self.base_url)
         start = time.monotonic()
+        wait = min(float(timeout_seconds), self.timeout_seconds)
         try:
-            page = self._client.models.list(
-                timeout=min(float(timeout_seconds), self.timeout_seconds)
-            )
+            page = _bounded(lambda: self._client.models.list(timeout=wait), wait, "answer")
             models = tuple(str(getattr(m, "id", m)) for m in page.data)
-        except openai.APITimeoutError:
+        except (openai.APITimeoutError, _Transport):
             return self._ping(
                 False, start, (), f"{where} did not answer within {timeout_seconds:g} s"
             )
