@@ -100,3 +100,20 @@ def killable_run(run_dir: str, log: str, n: int, sleep: float) -> None:
     store = run.items()
     execute(store, make_items(n, sleep=sleep, log=log), slow_fn, quiet=True)
     run.set_status("complete")
+
+
+def pid_fn(item: Any) -> dict:
+    """Record this worker's pid, then sleep (the driver is killed meanwhile)."""
+    with open(item.request["pids"], "a", encoding="utf-8") as fh:
+        fh.write(f"{os.getpid()}\n")
+    time.sleep(item.request["sleep"])
+    return {"response": {"pid": os.getpid()}, "score": None}
+
+
+def pool_run(run_dir: str, pids: str, n: int, sleep: float) -> None:
+    """Body of the subprocess in the orphaned-workers test: a 2-worker pool of slow items."""
+    from vidmem.runners.execute import execute
+    from vidmem.runners.store import RunDir
+
+    run = RunDir.create(Path(run_dir), make_manifest(n_items=n))
+    execute(run.items(), make_items(n, sleep=sleep, pids=pids), pid_fn, workers=2, quiet=True)

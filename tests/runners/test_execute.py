@@ -27,6 +27,61 @@ def _results(store: ItemStore) -> dict[str, tuple]:
     }
 
 
+def _children(pid: int) -> set[int]:
+    """Pids whose parent is ``pid`` (Linux /proc)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.add(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's reaping is left
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux /proc")
+def test_pool_workers_and_resource_tracker_exit_when_the_driver_is_killed(tmp_path):
+    pids = tmp_path / "pids.txt"
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import runners_helpers as h; "
+        "h.pool_run(sys.argv[2], sys.argv[3], 8, 60.0)"
+    )
+    # Output to a file, not a pipe: orphans would hold a pipe open and hang communicate().
+    log = (tmp_path / "driver.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-c", script, HELPERS_DIR, str(tmp_path / "run"), str(pids)],
+                            stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + 60
+    try:
+        while not (pids.exists() and len(pids.read_text().split()) >= 2):
+            assert proc.poll() is None, (tmp_path / "driver.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the two workers never started an item"
+            time.sleep(0.05)
+        children = _children(proc.pid)  # the two workers and the resource tracker
+        workers = {int(p) for p in pids.read_text().split()}
+        assert workers <= children and len(children) >= 3
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+        log.close()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = sorted(p for p in children if _alive(p))
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"processes of the killed driver still alive 10 s later: {left}"
+
+
 def test_kill_9_then_resume_computes_nothing_twice(tmp_path):
     run_dir, log, n, sleep = tmp_path / "run", tmp_path / "calls.log", 40, 0.05
     script = (

@@ -8,7 +8,13 @@ records it through the recorder of :mod:`vidmem.runners.execution_records`.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -22,6 +28,35 @@ from vidmem.runners.execution_records import Recorder, WorkItem
 __all__: list[str] = []
 
 _IN_FLIGHT_PER_WORKER = 4
+#: how often a worker checks that the process that started it is still alive, seconds
+PARENT_POLL_SECONDS = 0.5
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Pool initializer: end this worker when the driver dies, however it dies.
+
+    A killed driver (SIGKILL) cannot shut its pool down, and spawn workers would live on
+    under init holding their models (and GPU memory). On Linux the kernel sends SIGTERM
+    at the parent's death (PR_SET_PDEATHSIG); everywhere a daemon thread also polls the
+    parent pid and exits. The multiprocessing resource tracker exits by itself once the
+    driver and every worker have closed their end of its pipe.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the prctl call
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="vidmem-parent-watch", daemon=True).start()
 _TRACEBACK_LINES = 30
 
 
@@ -93,7 +128,8 @@ def run_pool(
     cap = workers * _IN_FLIGHT_PER_WORKER
     restarts = 0
     while True:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                   initializer=_exit_with_parent, initargs=(os.getpid(),))
         in_flight: dict[Future[Any], Any] = {}
         broken: list[Any] = []
         try:
