@@ -16,7 +16,7 @@ continuation with a chosen memory:
   :mod:`vidmem.sim.gen_loop`); a request with neither is a story segment (VMem-Bench
   Track-B: prompt, references and the rollout's earlier clips, identified by
   ``extras`` ``story_id`` + ``segment_id``/``segment_index`` or a request id ending in
-  ``seg_NNN``; :mod:`vidmem.sim.gen_track_b`);
+  ``seg_NNN``; :mod:`vidmem.sim.gen_story`);
 * the prompt grammar in :mod:`vidmem.sim.prompts`: ``The <label> comes back into
   view.``, ``The camera pans back to the <place>.``, the six loop prompts; anything
   else is ignored (the continuation then just continues the last view).
@@ -244,7 +244,7 @@ class SimGenerator:
                 hint="give a context video to continue, a start image to start from, or a "
                 "story segment: a request id ending in seg_NNN (e.g. 0001_sim_s0/seg_007) or "
                 "extras={'story_id': ..., 'segment_id': 'seg_007'}") from None
-        from vidmem.sim.gen_track_b import generate_segment
+        from vidmem.sim.gen_story import generate_segment
 
         return generate_segment(req, out, knob=self.memory, seed=self.seed, fps=self.fps,
                                 duration=self.duration_seconds)

@@ -27,7 +27,7 @@ Modules:
   in the generators layer) plays: a memory knob (:mod:`~vidmem.sim.memory`), a prompt
   grammar (:mod:`~vidmem.sim.prompts`), CMBench continuations
   (:mod:`~vidmem.sim.gen_cmbench`), loop rollouts (:mod:`~vidmem.sim.gen_loop`) and
-  story segments (:mod:`~vidmem.sim.gen_track_b`, :mod:`~vidmem.sim.story_memory`).
+  story segments (:mod:`~vidmem.sim.gen_story`, :mod:`~vidmem.sim.story_memory`).
 * :mod:`~vidmem.sim.cards` -- the card deck: the sim's appearance phrases and entity /
   place images as plain files, the weights of ``judge/sim-cards``.
 
