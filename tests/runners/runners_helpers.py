@@ -117,3 +117,13 @@ def pool_run(run_dir: str, pids: str, n: int, sleep: float) -> None:
 
     run = RunDir.create(Path(run_dir), make_manifest(n_items=n))
     execute(run.items(), make_items(n, sleep=sleep, pids=pids), pid_fn, workers=2, quiet=True)
+
+
+def hold_run(run_dir: str, ready: str) -> None:
+    """Body of the lock test's first writer: open the run, say so, then wait to be killed."""
+    from vidmem.runners.store import RunDir
+
+    run = RunDir.create(Path(run_dir), make_manifest(n_items=1), resume=True)
+    Path(ready).write_text(str(os.getpid()))
+    time.sleep(120)
+    run.set_status("complete")

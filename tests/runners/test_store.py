@@ -410,3 +410,37 @@ def test_scores_roundtrip_and_nan_refused(tmp_path):
             [{"item_id": "a", "recall": 1.0}, {"item_id": "b", "recall": float("nan")}]
         )
     assert len(run.scores()) == 2  # the old file is untouched
+
+
+def test_a_second_writer_is_refused_until_the_first_dies(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    run_dir, ready = tmp_path / "run", tmp_path / "ready"
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import runners_helpers as h; "
+              "h.hold_run(sys.argv[2], sys.argv[3])")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(Path(helpers.__file__).parent),
+                             str(run_dir), str(ready)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        with pytest.raises(StoreError, match=rf"another vidmem process \(pid {proc.pid}\) is writing"):
+            RunDir.create(run_dir, helpers.make_manifest(n_items=1), resume=True)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        proc.kill()
+        proc.wait()
+    # the holder died: its lock went with it, and the run resumes here
+    run = RunDir.create(run_dir, helpers.make_manifest(n_items=1), resume=True)
+    assert run.state == "resumed"
+    # the same process may open its own run again (the lock is counted, not refused)
+    again = RunDir.create(run_dir, helpers.make_manifest(n_items=1), resume=True)
+    assert again.state == "resumed"

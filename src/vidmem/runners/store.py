@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ import numpy as np
 
 from vidmem.errors import StoreError, UserInputError
 from vidmem.io.jsonl import read_jsonl, write_jsonl
+from vidmem.runners import run_lock
 from vidmem.runners.item_rows import STORE_SCHEMA_VERSION, StoredItem
 from vidmem.runners.item_rows import ItemStatus as ItemStatus  # re-exported
 from vidmem.runners.item_store import ItemStore
@@ -198,7 +200,9 @@ class RunDir:
             StoreError: ``path`` is a file; it holds other files but no run; it holds a
                 run with a different configuration or backends; it holds an unfinished
                 run and ``resume`` is false; its ``run.json`` is unreadable, invalid or
-                from a newer vidmem (unless ``overwrite``); or the store is corrupt.
+                from a newer vidmem (unless ``overwrite``); the store is corrupt; or
+                another process is writing it (:mod:`vidmem.runners.run_lock`; the lock
+                is held until the returned object is gone or the process ends).
         """
         root = Path(path)
         if root.exists() and not root.is_dir():
@@ -206,7 +210,26 @@ class RunDir:
                 f"{root}: expected a run directory, found a file",
                 hint="choose a new --out directory",
             )
-        if overwrite and root.is_dir():
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"{root}: cannot create the run directory ({exc})",
+                hint="check the --out path and its permissions",
+            ) from None
+        release = run_lock.acquire(root)
+        try:
+            run = cls._create_locked(root, manifest, resume=resume, overwrite=overwrite)
+        except BaseException:
+            release()
+            raise
+        weakref.finalize(run, release)
+        return run
+
+    @classmethod
+    def _create_locked(cls, root: Path, manifest: RunManifest, *, resume: bool,
+                       overwrite: bool) -> RunDir:
+        if overwrite:
             cls._remove_run_files(root)
         run_json = root / RUN_JSON
         if not run_json.exists():
@@ -249,7 +272,7 @@ class RunDir:
     @classmethod
     def _create_new(cls, root: Path, manifest: RunManifest, *, overwrite: bool) -> RunDir:
         if root.is_dir() and not overwrite:
-            leftovers = sorted(p.name for p in root.iterdir())
+            leftovers = sorted(p.name for p in root.iterdir() if p.name != run_lock.LOCK_FILE)
             if leftovers:
                 shown = ", ".join(leftovers[:5]) + (" ..." if len(leftovers) > 5 else "")
                 raise StoreError(
