@@ -6,7 +6,9 @@ pydantic sees it and report every problem at once; both then look for one genera
 
 * :class:`Problem` and :class:`RowValidationReport`: validation problems and the report
   that lists them;
-* :class:`RowChecker`: the base of the per-row rule checkers;
+* :class:`RowChecker`: the base of the per-row rule checkers, with the check of a
+  file path that must stay inside the dataset root (:meth:`RowChecker.relative_file`);
+* :func:`excerpt`: a bounded quote of a user value, for every message that quotes one;
 * :func:`read_jsonl_rows`: read a JSONL file into rows plus problems (never raises);
 * :func:`raise_on_load_errors`: refuse a dataset whose report holds errors;
 * :func:`find_row`: a row by id, with "did you mean" when there is none;
@@ -21,15 +23,16 @@ checks they share (``is_int``, ``is_number``, ``type_name``) live in
 from __future__ import annotations
 
 import difflib
-import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, ClassVar
 
 from vidmem.benchmarks.contract import Problem, RowValidationReport
 from vidmem.errors import UserInputError, VidmemError
+from vidmem.io.jsonl import json_error_message, not_utf8_message, parse_json_line, raw_lines
 from vidmem.io.video import VideoInfo, probe
 from vidmem.values import type_name
 
@@ -39,6 +42,8 @@ __all__ = [
     "RowChecker",
     "RowValidationReport",
     "VideoFolderScan",
+    "excerpt",
+    "hf_cache_repo",
     "raise_on_load_errors",
     "read_jsonl_rows",
     "find_row",
@@ -47,6 +52,51 @@ __all__ = [
 
 #: At most this many errors (or missing videos) are spelled out in one message.
 MAX_LISTED_ERRORS = 20
+
+#: Name prefixes of the per-repository folders of a Hugging Face hub cache.
+HF_REPO_PREFIXES = ("models--", "datasets--")
+
+
+# --------------------------------------------------------------------------- quoting values
+
+
+def excerpt(value: object, limit: int = 80, *, quote: bool = True) -> str:
+    """Quote ``value`` in a message, at most about ``limit`` characters of it.
+
+    A short value is quoted whole (``repr``, or ``str`` when ``quote`` is false). A
+    longer one shows its start, an ellipsis and its length, so that a message stays
+    short whatever the dataset holds (a 60 MB prompt quoted whole makes the report
+    itself the slow part)::
+
+        >>> excerpt("abc")
+        "'abc'"
+        >>> excerpt("x" * 1000, limit=5)
+        "'xxxxx...' (1000 characters)"
+        >>> excerpt(list(range(1000)), limit=10)
+        '[0, 1, 2, ... (1000 items)'
+
+    Args:
+        value: any value read from the dataset (or typed by the user).
+        limit: how many characters of the value to show at most.
+        quote: ``repr`` the value (the default); false: show ``str`` (ids, paths).
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value) if quote else value
+        head = value[:limit]
+        if not quote:
+            return f"{head}... ({len(value)} characters)"
+        shown = repr(head)
+        while len(shown) > limit + 2 and len(head) > 1:  # escapes widen the repr
+            head = head[: len(head) // 2]
+            shown = repr(head)
+        return f"{shown[:-1]}...{shown[-1]} ({len(value)} characters)"
+    text = repr(value) if quote else str(value)
+    if len(text) <= limit:
+        return text
+    size = (f"{len(value)} items" if isinstance(value, (list, tuple, dict, set))
+            else f"{len(text)} characters")
+    return f"{text[:limit]}... ({size})"
 
 
 # --------------------------------------------------------------------------- problems, report
@@ -80,7 +130,8 @@ class RowChecker:
     """Collect the problems of one raw JSONL row (subclasses add the rules).
 
     :attr:`id_field` names the row's id; a row without a usable id is placed as
-    ``"line N"``.
+    ``"line N"``. Ids and field names (a row's keys) are user values too: a long one
+    is shown as an :func:`excerpt`.
     """
 
     id_field: ClassVar[str] = "id"
@@ -90,14 +141,104 @@ class RowChecker:
         self.line = line
         self.root = root
         rid = obj.get(self.id_field)
-        self.where = rid if isinstance(rid, str) and rid.strip() else f"line {line}"
+        self.where = (excerpt(rid, quote=False) if isinstance(rid, str) and rid.strip()
+                      else f"line {line}")
         self.problems: list[Problem] = []
+        self._bases: tuple[Path, ...] | None = None
 
     def error(self, field_name: str, message: str) -> None:
-        self.problems.append(Problem(self.where, field_name, message, "error", self.line))
+        self.problems.append(
+            Problem(self.where, excerpt(field_name, quote=False), message, "error", self.line))
 
     def warn(self, field_name: str, message: str) -> None:
-        self.problems.append(Problem(self.where, field_name, message, "warning", self.line))
+        self.problems.append(
+            Problem(self.where, excerpt(field_name, quote=False), message, "warning", self.line))
+
+    def relative_file(self, field_name: str, value: str, *, what: str, noun: str,
+                      example: str, missing_hint: str) -> str | None:
+        """Check that ``value`` names a file inside the dataset root; report what is wrong.
+
+        Errors: an absolute path; a ``..`` part; a path the system cannot use (too long,
+        a NUL byte); a path that leads, through a symbolic link, outside the root (see
+        :func:`allowed_link_targets`: a Hugging Face snapshot may link into its own
+        cache repository); no such file; a folder.
+
+        Args:
+            field_name: the field, e.g. ``video``.
+            value: the field's (non-empty string) value.
+            what: the files in a sentence, e.g. ``context videos``.
+            noun: one of them, e.g. ``video``.
+            example: a good value, e.g. ``videos/synthetic/syn_001.mp4``.
+            missing_hint: what to do about a missing file.
+
+        Returns:
+            ``value``, or ``None`` when it is not a usable relative path at all.
+        """
+        shown = excerpt(value)
+        posix, win = PurePosixPath(value), PureWindowsPath(value)
+        if posix.is_absolute() or win.is_absolute() or win.drive or value.startswith("\\"):
+            self.error(field_name, f"{shown} is an absolute path; expected a path relative "
+                       f"to the dataset root {self.root}, e.g. {example!r}")
+            return None
+        if ".." in re.split(r"[\\/]", value):
+            self.error(field_name, f"{shown} contains '..'; {what} must lie inside the "
+                       "dataset root")
+            return None
+        path = self.root / value
+        try:
+            real = path.resolve()
+            if self._bases is None:
+                self._bases = allowed_link_targets(self.root)
+            if not any(real.is_relative_to(base) for base in self._bases):
+                how = ("is a symbolic link to" if path.is_symlink()
+                       else "leads through a symbolic link to")
+                self.error(field_name, f"{shown} {how} {excerpt(str(real), 200, quote=False)}, "
+                           f"outside the dataset root {self.root}; {what} must lie inside it: "
+                           "copy the file into the dataset folder (or link the whole dataset "
+                           "folder instead)")
+            elif not path.exists():
+                broken = " (a broken symbolic link)" if path.is_symlink() else ""
+                self.error(field_name, f"file not found: {excerpt(str(path), 200, quote=False)}"
+                           f"{broken}; {missing_hint}")
+            elif not path.is_file():
+                self.error(field_name, f"{path} is a folder, expected a {noun} file")
+        except (OSError, ValueError) as exc:  # name too long, NUL byte, link loop
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.error(field_name, f"{shown} is not a usable path ({reason}); expected a "
+                       f"path relative to the dataset root, e.g. {example!r}")
+            return None
+        return value
+
+
+def hf_cache_repo(folder: Path) -> Path | None:
+    """The Hugging Face cache repository folder that holds ``folder``, if any.
+
+    A hub snapshot lives at ``<cache>/models--org--name/snapshots/<revision>/`` (or
+    ``datasets--...``); its files are symbolic links to ``../../blobs/<hash>``. For
+    ``folder`` at or below such a snapshot this returns the ``models--...`` /
+    ``datasets--...`` folder, else ``None``.
+    """
+    for p in (folder, *folder.parents):
+        if p.parent.name == "snapshots" and p.parent.parent.name.startswith(HF_REPO_PREFIXES):
+            return p.parent.parent
+    return None
+
+
+def allowed_link_targets(root: Path) -> tuple[Path, ...]:
+    """Where a dataset file under ``root`` may resolve to (all resolved paths).
+
+    Inside ``root`` itself; and when ``root`` is (inside) a Hugging Face snapshot,
+    anywhere in that snapshot's cache repository folder (see :func:`hf_cache_repo`), so
+    the snapshot's links into ``blobs/`` are accepted but links to another repository
+    or elsewhere are not.
+    """
+    resolved = root.resolve()
+    bases = [resolved]
+    for candidate in (root.absolute(), resolved):
+        repo = hf_cache_repo(candidate)
+        if repo is not None:
+            bases.append(repo.resolve())
+    return tuple(dict.fromkeys(bases))
 
 
 def find_row(rows: Sequence[Any], wanted: str, *, noun: str, source: Path) -> Any:
@@ -112,9 +253,9 @@ def find_row(rows: Sequence[Any], wanted: str, *, noun: str, source: Path) -> An
             return row
     ids = tuple(getattr(row, id_attr) for row in rows)
     close = difflib.get_close_matches(str(wanted), ids, n=3, cutoff=0.6)
-    guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    guess = f"; did you mean {' or '.join(excerpt(c) for c in close)}?" if close else ""
     raise UserInputError(
-        f"{source}: no {noun} {wanted!r}{guess}",
+        f"{source}: no {noun} {excerpt(wanted)}{guess}",
         hint=f"the dataset has {len(rows)} {noun}s; list them with ds.{noun}_ids",
     )
 
@@ -127,43 +268,42 @@ def read_jsonl_rows(
 ) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
     """Read a JSONL dataset file into ``(line, object)`` rows and problems.
 
-    Blank lines are skipped; a line that is not JSON, or not a JSON object, becomes a
-    problem placed as ``"line N"``. A file that is not UTF-8 gives one problem placed
-    as ``file_label`` and no rows.
+    The file is read as bytes and each line decoded on its own: a line that is not
+    UTF-8, not JSON, or not a JSON object becomes a problem placed as ``"line N"``, and
+    the other lines are still read. Blank lines are skipped; a UTF-8 byte-order mark
+    is allowed. ``file_label`` places a problem with the whole file (it cannot be read).
     """
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        problems.append(
-            Problem(file_label, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-        )
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.append(Problem(file_label, "", f"cannot be read ({exc.strerror or exc})"))
         return rows, problems
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, raw in raw_lines(data):
+        place = f"line {number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(place, "", not_utf8_message(exc), line=number))
+            continue
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
+            obj = parse_json_line(line)
+        except ValueError as exc:
             problems.append(
                 Problem(
-                    f"line {number}",
+                    place,
                     "",
-                    f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one "
-                    "complete JSON object",
+                    f"{json_error_message(exc)}; each line must be one complete JSON object",
                     line=number,
                 )
             )
             continue
         if not isinstance(obj, dict):
             problems.append(
-                Problem(
-                    f"line {number}",
-                    "",
-                    f"expected a JSON object, found {type_name(obj)}",
-                    line=number,
-                )
+                Problem(place, "", f"expected a JSON object, found {type_name(obj)}", line=number)
             )
             continue
         rows.append((number, obj))

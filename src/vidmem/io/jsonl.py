@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -10,32 +11,86 @@ from typing import Any
 
 from vidmem.errors import UserInputError
 
+__all__ = [
+    "json_error_message",
+    "not_utf8_message",
+    "parse_json_line",
+    "raw_lines",
+    "read_jsonl",
+    "write_jsonl",
+]
+
+
+def raw_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, bytes)`` for every line of ``data`` (1-based numbers).
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (never inside a line's text, so a JSON
+    string holding U+2028 stays on its line). A UTF-8 byte-order mark at the start is
+    dropped. Each line is decoded by the caller, so a line that is not UTF-8 spoils
+    only itself.
+    """
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    return enumerate(data.splitlines(), start=1)
+
+
+def not_utf8_message(exc: UnicodeDecodeError) -> str:
+    """Why one line is not UTF-8: the byte, where it is in the line, and the fix."""
+    bad = exc.object[exc.start:exc.start + 1].hex()
+    return (f"not UTF-8 text (byte 0x{bad} at byte {exc.start + 1} of the line: {exc.reason}); "
+            "save the file as UTF-8")
+
+
+def parse_json_line(text: str) -> Any:
+    """``json.loads`` of one line; every way the text can fail is a ``ValueError``.
+
+    Raises:
+        ValueError: not JSON (:class:`json.JSONDecodeError`, with ``msg`` and
+            ``colno``), an integer longer than Python converts, or nesting too deep.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("arrays or objects nested too deeply") from None
+
+
+def json_error_message(exc: ValueError) -> str:
+    """What :func:`parse_json_line` found wrong, e.g. ``not valid JSON (Expecting value at
+    column 1)``."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    return f"not valid JSON ({exc})"
+
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line (1-based numbers).
 
     Raises:
-        UserInputError: the file is missing, a line is not JSON, or not a JSON object.
+        UserInputError: the file is missing, a line is not UTF-8, not JSON, or not a
+            JSON object (the message names the line).
     """
     p = Path(path)
     if not p.is_file():
         raise UserInputError(f"{p}: file not found", hint="check the path")
-    with p.open("r", encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserInputError(
-                    f"{p}:{number}: not valid JSON ({exc.msg} at column {exc.colno})",
-                    hint="each line must be one complete JSON object",
-                ) from None
-            if not isinstance(obj, dict):
-                raise UserInputError(
-                    f"{p}:{number}: expected a JSON object, found {type(obj).__name__}"
-                )
-            yield number, obj
+    for number, raw in raw_lines(p.read_bytes()):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserInputError(f"{p}:{number}: {not_utf8_message(exc)}") from None
+        if not line.strip():
+            continue
+        try:
+            obj = parse_json_line(line)
+        except ValueError as exc:
+            raise UserInputError(
+                f"{p}:{number}: {json_error_message(exc)}",
+                hint="each line must be one complete JSON object",
+            ) from None
+        if not isinstance(obj, dict):
+            raise UserInputError(
+                f"{p}:{number}: expected a JSON object, found {type(obj).__name__}"
+            )
+        yield number, obj
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:

@@ -870,3 +870,165 @@ def test_read_kv_log(tmp_path):
     path.write_text(json.dumps(rows[0]) + "\n{oops\n")
     with pytest.raises(UserInputError, match=r"kv.jsonl:2: not valid JSON"):
         read_kv_log(path)
+
+
+# --------------------------------------------------------------------------- huge values
+
+
+def test_messages_quote_a_bounded_excerpt_of_a_huge_value(tmp_path, template):
+    big = "x" * 2_000_000
+    bad = task_row(task_type="reappear" + big, target_aliases="mug " * 500_000)
+    bad["z" * 1_000_000] = 1  # an unknown field with a huge name
+    root = make_root(tmp_path / "cm", [bad, task_row("!" + big)], template)
+    report = validate_cmbench(root)
+    text = report.format()
+    assert len(text) < 4_000, len(text)
+    for p in report.problems:
+        assert len(str(p)) < 600, str(p)[:300]
+    by_field = {p.field: p.message for p in report.problems}
+    assert "(2000008 characters)" in by_field["task_type"]  # the length is shown
+    assert by_field["task_type"].startswith("expected one of ['reappear', 'revisit'], found "
+                                            "'reappearxxx")
+    assert "found string 'mug mug" in by_field["target_aliases"]
+    assert "(2000000 characters)" in by_field["target_aliases"]
+    assert any(f.startswith("zzzz") and f.endswith("(1000000 characters)") for f in by_field)
+    unsafe = [p for p in report.errors if p.line == 2 and p.field == "task_id"]
+    assert unsafe and unsafe[0].where.startswith("!xxx") and "(2000001 characters)" in unsafe[0].where
+    with pytest.raises(UserInputError) as err:
+        load_cmbench(root)
+    assert len(str(err.value)) < 4_000
+
+
+def test_excerpt_shows_start_length_and_ellipsis():
+    from vidmem.benchmarks.jsonl_dataset import excerpt
+
+    assert excerpt("short") == "'short'" and excerpt("short", quote=False) == "short"
+    assert excerpt(5) == "5" and excerpt(None) == "None"
+    long = excerpt("ab" * 10_000)
+    assert long == f"'{'ab' * 40}...' (20000 characters)"
+    assert excerpt("\x00" * 10_000).endswith("(10000 characters)")
+    assert len(excerpt("\x00" * 10_000)) <= 80 + 40  # escapes do not widen it past the limit
+    assert excerpt(list(range(100_000)), 20) == "[0, 1, 2, 3, 4, 5, 6... (100000 items)"
+    assert excerpt("p" * 500, 10, quote=False) == "pppppppppp... (500 characters)"
+
+
+# --------------------------------------------------------------------------- not UTF-8
+
+
+def test_a_line_that_is_not_utf8_is_named_and_the_others_are_checked(tmp_path, template):
+    root = make_root(tmp_path / "cm", [task_row()], template)
+    good = json.dumps(task_row("syn_001_revisit_01", task_type="revisit")).encode()
+    bad_type = json.dumps(task_row("syn_001_reappear_02", type="synthtic")).encode()
+    latin1 = json.dumps(task_row("syn_001_reappear_03", scene="caf\u00e9"),
+                        ensure_ascii=False).encode("latin-1")
+    (root / "metadata.jsonl").write_bytes(b"\n".join([good, latin1, bad_type, b"\xff\xfe"]) + b"\n")
+    report = validate_cmbench(root)
+    assert report.n_rows == 2  # lines 1 and 3 were read and checked
+    assert errors_of(report) == [("line 2", ""), ("syn_001_reappear_02", "type"), ("line 4", "")]
+    assert report.errors[0].line == 2
+    assert "not UTF-8" in report.errors[0].message and "0xe9" in report.errors[0].message
+    assert "did you mean 'synthetic'" in report.errors[1].message
+    with pytest.raises(UserInputError, match=r"line 2: not UTF-8"):
+        load_cmbench(root)
+
+
+def test_utf8_bom_and_unusual_line_breaks(tmp_path, template):
+    # U+2028 inside a JSON string is not a line break of the file (json.dumps writes it
+    # raw with ensure_ascii=False); a BOM at the start is allowed.
+    row = task_row(continue_prompt="The red mug\u2028comes back.")
+    root = make_root(tmp_path / "cm", [], template)
+    data = json.dumps(row, ensure_ascii=False).encode("utf-8")
+    (root / "metadata.jsonl").write_bytes(b"\xef\xbb\xbf" + data + b"\r\n")
+    ds = load_cmbench(root)
+    assert ds.task(TID).continue_prompt == "The red mug\u2028comes back."
+
+
+def test_lines_that_break_the_json_parser_are_problems(tmp_path, template):
+    root = make_root(tmp_path / "cm", [task_row(), "[" * 100_000, '{"n": ' + "9" * 5000 + "}"],
+                     template)
+    report = validate_cmbench(root)
+    assert errors_of(report) == [("line 2", ""), ("line 3", "")]
+    assert "nested too deeply" in report.errors[0].message
+    assert "not valid JSON" in report.errors[1].message
+
+
+# --------------------------------------------------------------------------- symbolic links
+
+
+def test_a_video_linked_to_a_file_outside_the_root_is_an_error(tmp_path, template):
+    outside = tmp_path / "elsewhere" / "syn_001.mp4"
+    outside.parent.mkdir()
+    shutil.copyfile(template, outside)
+    root = make_root(tmp_path / "cm", [task_row()], template, videos=())
+    (root / "videos/synthetic").mkdir(parents=True)
+    (root / VIDEO).symlink_to(outside)
+    report = validate_cmbench(root)
+    assert errors_of(report) == [(TID, "video")]
+    msg = report.errors[0].message
+    assert "is a symbolic link to" in msg and str(outside.resolve()) in msg
+    assert "outside the dataset root" in msg
+    with pytest.raises(UserInputError, match=rf"{TID} \(line 1\): field 'video': .*symbolic link"):
+        load_cmbench(root)
+
+    # a linked folder on the way escapes just the same
+    (root / VIDEO).unlink()
+    (root / "videos/synthetic").rmdir()
+    (root / "videos/synthetic").symlink_to(outside.parent, target_is_directory=True)
+    report = validate_cmbench(root)
+    assert errors_of(report) == [(TID, "video")]
+    assert "leads through a symbolic link to" in report.errors[0].message
+
+    # a link that stays inside the root is fine
+    (root / "videos/synthetic").unlink()
+    (root / "videos/synthetic").mkdir()
+    shutil.copyfile(template, root / "videos" / "real.mp4")
+    (root / VIDEO).symlink_to(Path("..") / "real.mp4")
+    assert validate_cmbench(root, probe_videos=True).ok
+
+
+def _hf_snapshot(cache: Path, repo: str, files: dict[str, bytes]) -> Path:
+    """A Hugging Face hub cache repo: snapshot files are links to ../../blobs/<hash>."""
+    import hashlib
+
+    snapshot = cache / repo / "snapshots" / ("a" * 40)
+    for rel, data in files.items():
+        blob = cache / repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = snapshot / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(Path(*[".."] * (len(Path(rel).parts) + 1), "blobs", blob.name))
+    return snapshot
+
+
+def test_a_hugging_face_snapshot_of_links_into_its_blobs_is_accepted(tmp_path, template):
+    cache = tmp_path / "hub"
+    meta = json.dumps(task_row()).encode() + b"\n"
+    root = _hf_snapshot(cache, "datasets--org--cmbench",
+                        {"metadata.jsonl": meta, VIDEO: template.read_bytes()})
+    assert (root / VIDEO).is_symlink()
+    report = validate_cmbench(root, probe_videos=True)
+    assert report.ok and report.problems == (), report.format()
+    assert load_cmbench(root).task_ids == (TID,)
+
+    # a root inside the snapshot (a sub-folder of the release) works too
+    sub = _hf_snapshot(cache, "models--org--other",
+                       {"cm/metadata.jsonl": meta, f"cm/{VIDEO}": template.read_bytes()})
+    assert validate_cmbench(sub / "cm").ok
+
+    # but a snapshot file linked into another repository's blobs escapes
+    foreign = next((cache / "models--org--other" / "blobs").iterdir())
+    (root / VIDEO).unlink()
+    (root / VIDEO).symlink_to(foreign)
+    report = validate_cmbench(root)
+    assert errors_of(report) == [(TID, "video")] and str(foreign) in report.errors[0].message
+
+
+def test_an_unusable_video_path_is_an_error_not_a_crash(tmp_path, template):
+    rows = [task_row(video="videos/" + "v" * 300 + ".mp4"),
+            task_row("syn_001_reappear_02", video="videos/a\u0000.mp4")]
+    root = make_root(tmp_path / "cm", rows, template)
+    report = validate_cmbench(root)
+    assert [(p.where, p.field) for p in report.errors] == [
+        (TID, "video"), ("syn_001_reappear_02", "video")]
+    assert all("is not a usable path" in p.message for p in report.errors)

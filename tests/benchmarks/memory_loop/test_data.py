@@ -198,3 +198,125 @@ def test_out_and_back_loops_revisit_exact_poses_whatever_the_frame_count(n):
     period = (n - 1) // 2
     assert np.array_equal(m[:period], m[period:2 * period])
     assert pose_distance_matrix(m)[0].max() > 0.45
+
+
+# --------------------------------------------------------------------------- huge values
+
+
+def test_a_huge_prompt_is_quoted_as_a_bounded_excerpt(tmp_path):
+    # A 6.4 MB prompt used to be quoted whole in the warning (and rich then wrapped it in
+    # quadratic time); every message quotes at most an excerpt now.
+    prompt = "walk around the room and look " * 100_000
+    rows = [_case("big", prompt=prompt), _case("nums", fps=list(range(200_000))),
+            _case("!" + "c" * 1_000_000), _case("img", start_image="s" * 1_000_000 + ".tif")]
+    root = _write(tmp_path, rows)
+    report = validate_memory_loop(root)
+    assert len(report.format()) < 4_000
+    for p in report.problems:
+        assert len(str(p)) < 600, str(p)[:300]
+    (warning,) = [p for p in report.warnings if p.where == "big"]
+    assert warning.field == "prompt"
+    assert warning.message.startswith("'walk around the room and look walk")
+    assert f"...' ({len(prompt)} characters)" in warning.message
+    assert any(p.field == "fps" and "(200000 items)" in p.message for p in report.errors)
+    assert any(p.where.startswith("!ccc") and "(1000001 characters)" in p.message
+               for p in report.errors)
+    assert any(p.where == "img" and p.field == "start_image" for p in report.errors)
+    with pytest.raises(UserInputError) as err:
+        load_memory_loop(root)
+    assert len(str(err.value)) < 4_000
+
+
+# --------------------------------------------------------------------------- not UTF-8
+
+
+def test_a_line_that_is_not_utf8_is_named_and_the_others_are_checked(tmp_path):
+    root = _write(tmp_path, [])
+    lines = [json.dumps(_case("a")).encode(),
+             json.dumps(_case("b", prompt="Tourne \u00e0 droite."), ensure_ascii=False)
+             .encode("latin-1"),
+             json.dumps(_case("c", fps=0)).encode(),
+             json.dumps(_case("d")).encode()]
+    (root / "cases.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    report = validate_memory_loop(root)
+    assert report.n_cases == 3
+    assert [(p.where, p.field, p.line) for p in report.errors] == [
+        ("line 2", "", 2), ("c", "fps", 3)]
+    assert "not UTF-8" in report.errors[0].message and "0xe0" in report.errors[0].message
+    with pytest.raises(UserInputError, match="line 2: not UTF-8"):
+        load_memory_loop(root)
+
+
+def test_the_raising_jsonl_reader_names_the_line_that_is_not_utf8(tmp_path):
+    from vidmem.io.jsonl import read_jsonl
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"b": "\xff"}\n')
+    rows = read_jsonl(path)
+    assert next(rows) == (1, {"a": 1})
+    with pytest.raises(UserInputError, match=r"rows.jsonl:3: not UTF-8 text \(byte 0xff"):
+        next(rows)
+
+
+def test_a_prompt_holding_a_unicode_line_separator_stays_on_its_line(tmp_path):
+    root = _write(tmp_path, [])
+    row = _case("a", prompt="Turn.\u2028Then come back.")
+    (root / "cases.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n",
+                                      encoding="utf-8")
+    ds = load_memory_loop(root)
+    assert ds.case("a").prompt == "Turn.\u2028Then come back."
+
+
+# --------------------------------------------------------------------------- symbolic links
+
+
+def test_start_image_and_poses_linked_outside_the_root_are_errors(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    Image.new("RGB", (8, 8)).save(outside / "img.png")
+    (outside / "p.json").write_text(json.dumps({"c2w": [np.eye(4).tolist()]}))
+    root = _write(tmp_path / "ds", [_case("a", start_image="start_images/link.png",
+                                          poses="poses/p.json")])
+    (root / "start_images" / "link.png").symlink_to(outside / "img.png")
+    (root / "poses").symlink_to(outside, target_is_directory=True)
+    report = validate_memory_loop(root)
+    errors = {(p.where, p.field): p.message for p in report.errors}
+    assert set(errors) == {("a", "start_image"), ("a", "poses")}
+    assert "'start_images/link.png' is a symbolic link to" in errors[("a", "start_image")]
+    assert str((outside / "img.png").resolve()) in errors[("a", "start_image")]
+    assert "'poses/p.json' leads through a symbolic link to" in errors[("a", "poses")]
+    assert str((outside / "p.json").resolve()) in errors[("a", "poses")]
+    with pytest.raises(UserInputError, match=r"a \(line 1\): field 'start_image': .*outside"):
+        load_memory_loop(root)
+
+
+def test_a_hugging_face_snapshot_layout_is_accepted(tmp_path):
+    import hashlib
+    import io
+
+    repo = tmp_path / "hub" / "datasets--org--memory-loop"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 18), (1, 2, 3)).save(buf, format="PNG")
+    files = {"cases.jsonl": (json.dumps(_case("a", poses="poses/a.json")) + "\n").encode(),
+             "start_images/a.png": buf.getvalue(),
+             "poses/a.json": json.dumps({"c2w": [np.eye(4).tolist()] * 2}).encode()}
+    for rel, data in files.items():
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        (snapshot / rel).parent.mkdir(parents=True, exist_ok=True)
+        (snapshot / rel).symlink_to(Path(*[".."] * (rel.count("/") + 2), "blobs", blob.name))
+    assert (snapshot / "start_images" / "a.png").resolve().parent == (repo / "blobs").resolve()
+    report = validate_memory_loop(snapshot, deep=True)
+    assert report.ok and report.problems == (), report.format()
+    assert load_memory_loop(snapshot).case_ids == ("a",)
+
+    # outside the cache repository is still outside
+    stray = tmp_path / "stray.png"
+    stray.write_bytes(buf.getvalue())
+    (snapshot / "start_images" / "a.png").unlink()
+    (snapshot / "start_images" / "a.png").symlink_to(stray)
+    report = validate_memory_loop(snapshot)
+    assert [(p.where, p.field) for p in report.errors] == [("a", "start_image")]
+    assert str(stray) in report.errors[0].message

@@ -35,6 +35,13 @@ Validation decisions (errors block loading, warnings do not):
   video file stem) is a warning. A task id that is not a safe file name (letters,
   digits, ``.``, ``_``, ``-``, not starting with ``.``) is an error, because it names
   the continuation file ``<task_id>.mp4``.
+* A ``video`` must lie inside the dataset root: no absolute path, no ``..``, and no
+  symbolic link to a file outside the root. A root inside a Hugging Face snapshot
+  (``.../datasets--org--name/snapshots/<rev>/``) may link into its own cache repository
+  folder (the ``blobs/`` the hub links to), nowhere else.
+* Values quoted in a message are cut to an excerpt (start, ellipsis, length).
+* A line that is not UTF-8 (or not JSON) is an error naming the line; the other lines
+  are still checked.
 * A reference without a ``frame_index`` key is read as ``frame_index: null`` with a
   warning (the official schema always writes the key).
 * An empty ``scene`` or an empty alias is a warning: neither is needed to score.
@@ -94,7 +101,7 @@ from vidmem.benchmarks.cmbench.schema import TASK_TYPES as TASK_TYPES
 from vidmem.benchmarks.cmbench.schema import VIDEO_TYPES as VIDEO_TYPES
 from vidmem.benchmarks.cmbench.stats import OFFICIAL_COUNTS, CMBenchStats, dataset_stats
 from vidmem.benchmarks.cmbench.validate import TaskRowChecker, ValidationReport
-from vidmem.benchmarks.jsonl_dataset import raise_on_load_errors, read_jsonl_rows
+from vidmem.benchmarks.jsonl_dataset import excerpt, raise_on_load_errors, read_jsonl_rows
 from vidmem.errors import VidmemError
 from vidmem.io.video import VideoInfo, probe
 
@@ -160,7 +167,7 @@ def _validate(
             if tid in first_line:
                 row_problems.append(
                     Problem(
-                        tid,
+                        excerpt(tid, quote=False),
                         "task_id",
                         f"duplicate task id (first on line {first_line[tid]}); task ids "
                         "must be unique",
@@ -199,7 +206,8 @@ def _probe_problems(
                 infos[task.video] = exc.message
         info = infos[task.video]
         if isinstance(info, str):
-            problems.append(Problem(task.task_id, "video", info, "error", line))
+            problems.append(
+                Problem(excerpt(task.task_id, quote=False), "video", info, "error", line))
             continue
         for k in range(len(task.references)):
             _, found = try_resolve_reference(task, k, info, line)

@@ -16,6 +16,7 @@ from vidmem.benchmarks.cmbench.schema import (
     CMBenchTask,
     Problem,
 )
+from vidmem.benchmarks.jsonl_dataset import excerpt
 from vidmem.errors import UserInputError
 from vidmem.io.boxes import normalized_to_pixel
 from vidmem.io.video import VideoInfo, index_at_time, probe
@@ -51,8 +52,8 @@ def _reference_position(task: CMBenchTask, ref: CMBenchReference | int) -> int:
     if isinstance(ref, int) and not isinstance(ref, bool):
         if not 0 <= ref < len(task.references):
             raise UserInputError(
-                f"task {task.task_id}: reference {ref} does not exist; the task has "
-                f"{len(task.references)} reference(s)",
+                f"task {excerpt(task.task_id, quote=False)}: reference {ref} does not exist; "
+                f"the task has {len(task.references)} reference(s)",
                 hint="pass a position 0 <= k < len(task.references) or the reference itself",
             )
         return ref
@@ -63,7 +64,8 @@ def _reference_position(task: CMBenchTask, ref: CMBenchReference | int) -> int:
         if r == ref:
             return k
     raise UserInputError(
-        f"task {task.task_id}: the reference passed is not one of the task's references",
+        f"task {excerpt(task.task_id, quote=False)}: the reference passed is not one of the "
+        "task's references",
         hint="pass an element of task.references or its position",
     )
 
@@ -79,6 +81,7 @@ def try_resolve_reference(
     """
     ref = task.references[k]
     name = f"references[{k}]"
+    where = excerpt(task.task_id, quote=False)
     problems: list[Problem] = []
     t = float(ref.timestamp_seconds)
     ts_index = index_at_time(info, t) if 0 <= t < info.duration_seconds else None
@@ -89,7 +92,7 @@ def try_resolve_reference(
         if fi >= info.n_frames:
             problems.append(
                 Problem(
-                    task.task_id,
+                    where,
                     f"{name}.frame_index",
                     f"frame_index {fi} is outside the video {info.path}, which has "
                     f"{info.n_frames} frames (0..{info.n_frames - 1}); check the annotation "
@@ -114,7 +117,7 @@ def try_resolve_reference(
         if ts_index is None:
             problems.append(
                 Problem(
-                    task.task_id,
+                    where,
                     f"{name}.timestamp_seconds",
                     f"timestamp_seconds {t} lies outside the video {info.path} "
                     f"({valid_times}) and there is no frame_index",
@@ -125,7 +128,7 @@ def try_resolve_reference(
             return None, problems
         index, source = ts_index, "timestamp"
     if note is not None:
-        problems.append(Problem(task.task_id, name, note, "warning", line))
+        problems.append(Problem(where, name, note, "warning", line))
     box = normalized_to_pixel(ref.bbox_xyxy_normalized, info.width, info.height)
     resolved = ResolvedReference(
         frame_index=index,
@@ -172,7 +175,7 @@ def resolve_reference(
     if resolved is None:
         p = problems[0]
         raise UserInputError(
-            f"task {task.task_id}: field '{p.field}': {p.message}",
+            f"task {excerpt(task.task_id, quote=False)}: field '{p.field}': {p.message}",
             hint="fix the annotation in metadata.jsonl, or re-download the context video",
         )
     return resolved

@@ -14,7 +14,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath, PureWindowsPath
 
 from vidmem.benchmarks.cmbench.schema import (
     CLIP_FIELDS,
@@ -27,7 +26,7 @@ from vidmem.benchmarks.cmbench.schema import (
     Problem,
     video_stem,
 )
-from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport
+from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport, excerpt
 from vidmem.io.boxes import check_normalized_box
 from vidmem.values import is_int, is_number, type_name
 
@@ -55,9 +54,9 @@ class ValidationReport(RowValidationReport):
 
 
 def _one_of(value: object, options: Sequence[str]) -> str:
-    found = f"{value!r}"
+    found = excerpt(value)
     guess = ""
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) <= 100:  # a long value is no typo of an option
         close = difflib.get_close_matches(value.strip().lower(), options, n=1, cutoff=0.5)
         if close:
             guess = f"; did you mean {close[0]!r}?"
@@ -75,7 +74,7 @@ class TaskRowChecker(RowChecker):
     def _string(self, field_name: str, v: object, *, required_non_empty: bool) -> str | None:
         """``v`` when it is a non-blank string; otherwise report it and return None."""
         if not isinstance(v, str):
-            self.error(field_name, f"expected a string, found {type_name(v)} {v!r}")
+            self.error(field_name, f"expected a string, found {type_name(v)} {excerpt(v)}")
             return None
         if not v.strip():
             if required_non_empty:
@@ -104,7 +103,7 @@ class TaskRowChecker(RowChecker):
         if task_id is not None and not _SAFE_ID.match(task_id):
             self.error(
                 "task_id",
-                f"{task_id!r} is not a safe file name (it names the continuation "
+                f"{excerpt(task_id)} is not a safe file name (it names the continuation "
                 "<task_id>.mp4); use letters, digits, '.', '_' and '-', not starting with '.'",
             )
         vtype = obj.get("type")
@@ -125,9 +124,9 @@ class TaskRowChecker(RowChecker):
             if not re.fullmatch(rf"{re.escape(stem)}_{task_type}_\d{{2,}}", task_id):
                 self.warn(
                     "task_id",
-                    f"{task_id!r} does not follow {{video_id}}_{{task_type}}_{{NN}}; "
-                    f"expected {stem}_{task_type}_NN (e.g. {stem}_{task_type}_01) for video "
-                    f"{video!r}",
+                    f"{excerpt(task_id)} does not follow {{video_id}}_{{task_type}}_{{NN}}; "
+                    f"expected {excerpt(stem, quote=False)}_{task_type}_NN (e.g. "
+                    f"{excerpt(stem, quote=False)}_{task_type}_01) for video {excerpt(video)}",
                 )
         return self.problems
 
@@ -135,26 +134,10 @@ class TaskRowChecker(RowChecker):
         video = self._text("video", required_non_empty=True)
         if video is None:
             return None
-        posix, win = PurePosixPath(video), PureWindowsPath(video)
-        if posix.is_absolute() or win.is_absolute() or win.drive or video.startswith("\\"):
-            self.error(
-                "video",
-                f"{video!r} is an absolute path; expected a path relative to the dataset "
-                f"root {self.root}, e.g. 'videos/synthetic/syn_001.mp4'",
-            )
-            return None
-        if ".." in re.split(r"[\\/]", video):
-            self.error(
-                "video",
-                f"{video!r} contains '..'; context videos must lie inside the dataset root",
-            )
-            return None
-        path = self.root / video
-        if not path.exists():
-            self.error("video", f"file not found: {path}; check the path or the download")
-        elif not path.is_file():
-            self.error("video", f"{path} is a folder, expected a video file")
-        return video
+        return self.relative_file(
+            "video", video, what="context videos", noun="video",
+            example="videos/synthetic/syn_001.mp4",
+            missing_hint="check the path or the download")
 
     def _check_clips(self) -> None:
         if "context_clip_prompts" not in self.obj:
@@ -188,12 +171,13 @@ class TaskRowChecker(RowChecker):
             elif not isinstance(clip_id, str):
                 self.error(
                     f"{name}.clip_id",
-                    f"expected a string like '01', found {type_name(clip_id)} {clip_id!r}",
+                    f"expected a string like '01', found {type_name(clip_id)} "
+                    f"{excerpt(clip_id)}",
                 )
             elif k < len(CLIP_IDS) and clip_id != CLIP_IDS[k]:
                 self.warn(
                     f"{name}.clip_id",
-                    f"expected {CLIP_IDS[k]!r} at position {k}, found {clip_id!r}; "
+                    f"expected {CLIP_IDS[k]!r} at position {k}, found {excerpt(clip_id)}; "
                     "vidmem takes the order from the list position",
                 )
             if "clip_prompt" not in clip:
@@ -208,7 +192,7 @@ class TaskRowChecker(RowChecker):
         if not isinstance(aliases, list):
             self.error(
                 "target_aliases",
-                f"expected an array of strings, found {type_name(aliases)} {aliases!r}",
+                f"expected an array of strings, found {type_name(aliases)} {excerpt(aliases)}",
             )
             return
         for k, a in enumerate(aliases):
@@ -242,7 +226,7 @@ class TaskRowChecker(RowChecker):
             elif not is_number(ts) or not math.isfinite(ts) or ts < 0:
                 self.error(
                     f"{name}.timestamp_seconds",
-                    f"expected a finite number of seconds >= 0, found {ts!r}",
+                    f"expected a finite number of seconds >= 0, found {excerpt(ts)}",
                 )
             if "frame_index" not in ref:
                 self.warn(f"{name}.frame_index", "missing; read as null (seek by timestamp)")
@@ -251,7 +235,8 @@ class TaskRowChecker(RowChecker):
                 if fi is not None and (not is_int(fi) or fi < 0):
                     self.error(
                         f"{name}.frame_index",
-                        f"expected null or an integer >= 0, found {type_name(fi)} {fi!r}",
+                        f"expected null or an integer >= 0, found {type_name(fi)} "
+                        f"{excerpt(fi)}",
                     )
             if "bbox_xyxy_normalized" not in ref:
                 self.error(f"{name}.bbox_xyxy_normalized", "missing")
@@ -263,5 +248,7 @@ class TaskRowChecker(RowChecker):
                         f"expected [x_min, y_min, x_max, y_max], found {type_name(box)}",
                     )
                 else:
+                    # a message quotes a bad coordinate whole: bound it too
                     for msg in check_normalized_box(box):
-                        self.error(f"{name}.bbox_xyxy_normalized", f"{msg} (box {box})")
+                        self.error(f"{name}.bbox_xyxy_normalized",
+                                   f"{excerpt(msg, 160, quote=False)} (box {excerpt(box)})")

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vidmem.benchmarks.jsonl_dataset import raise_on_load_errors, read_jsonl_rows
+from vidmem.benchmarks.jsonl_dataset import excerpt, raise_on_load_errors, read_jsonl_rows
 from vidmem.benchmarks.memory_loop.requests import (
     VideoScan,
     find_videos,
@@ -73,20 +73,21 @@ def _read_rows(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Probl
 def _deep_problems(root: Path, case: MemoryLoopCase, line: int) -> list[Problem]:
     """Open the start image and parse the pose track of a valid case."""
     found: list[Problem] = []
+    where = excerpt(case.case_id, quote=False)
     try:
         from PIL import Image
 
         with Image.open(root / case.start_image) as img:
             img.verify()
     except Exception as exc:  # noqa: BLE001 - any failure to open means the same to the user
-        found.append(Problem(case.case_id, "start_image", f"{root / case.start_image} is not a "
+        found.append(Problem(where, "start_image", f"{root / case.start_image} is not a "
                              f"readable image ({type(exc).__name__}: {exc}); re-export it as "
                              "PNG", "error", line))
     if case.poses is not None:
         try:
-            read_pose_track(root / case.poses, where=f"case {case.case_id}: field 'poses'")
+            read_pose_track(root / case.poses, where=f"case {where}: field 'poses'")
         except VidmemError as exc:
-            found.append(Problem(case.case_id, "poses", exc.message, "error", line))
+            found.append(Problem(where, "poses", exc.message, "error", line))
     return found
 
 
@@ -111,7 +112,8 @@ def _validate(root: str | os.PathLike[str], deep: bool) -> tuple[MemoryLoopValid
         cid = obj.get("case_id")
         if isinstance(cid, str) and cid.strip():
             if cid in first_line:
-                row_problems.append(Problem(cid, "case_id", f"duplicate case id (first on line "
+                row_problems.append(Problem(excerpt(cid, quote=False), "case_id",
+                                            f"duplicate case id (first on line "
                                             f"{first_line[cid]}); case ids must be unique",
                                             "error", line))
             else:
@@ -131,7 +133,7 @@ def _validate(root: str | os.PathLike[str], deep: bool) -> tuple[MemoryLoopValid
         problems.append(Problem(CASES_FILE, "", "holds no case rows; write one JSON object per "
                                 "line"))
     bad = {p.where for p in problems if p.severity == "error"}
-    cases = [c for c in cases if c.case_id not in bad]
+    cases = [c for c in cases if excerpt(c.case_id, quote=False) not in bad]
     return MemoryLoopValidation(root_path, tuple(problems), n_rows=len(rows)), cases
 
 

@@ -8,7 +8,8 @@ expected, what was found and how to fix it. Errors block loading; warnings do no
   (it names ``<case_id>.mp4``); a duplicate ``case_id``; an unknown ``loop_id`` (with
   "did you mean"); an empty ``prompt``; ``duration_seconds`` or ``fps`` not a finite
   number > 0; a ``start_image`` or ``poses`` path that is absolute, leaves the root
-  (``..``) or names no file.
+  (``..``, or a symbolic link to a file outside it; links of a Hugging Face snapshot
+  into its own cache repository are fine) or names no file.
 * warnings: unknown fields (kept on the case as extras); a ``prompt`` that is not the
   loop's prompt target (a generator that recognises the targets, like ``sim``, will
   not perform the loop); a start image that is not PNG/JPEG/WebP by its suffix.
@@ -20,9 +21,9 @@ import difflib
 import math
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath, PureWindowsPath
+from pathlib import PurePosixPath
 
-from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport
+from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport, excerpt
 from vidmem.benchmarks.memory_loop.schema import (
     CASE_FIELDS,
     CASES_FILE,
@@ -62,7 +63,7 @@ class CaseRowChecker(RowChecker):
             return None  # reported once by check()
         v = self.obj[name]
         if not isinstance(v, str):
-            self.error(name, f"expected a string, found {type_name(v)} {v!r}")
+            self.error(name, f"expected a string, found {type_name(v)} {excerpt(v)}")
             return None
         if not v.strip():
             self.error(name, "must not be empty")
@@ -74,27 +75,15 @@ class CaseRowChecker(RowChecker):
             return
         v = self.obj[name]
         if not is_number(v) or not math.isfinite(v) or v <= 0:
-            self.error(name, f"expected a finite number > 0, found {type_name(v)} {v!r}; "
+            self.error(name, f"expected a finite number > 0, found {type_name(v)} {excerpt(v)}; "
                        f"write e.g. \"{name}\": {example}")
 
-    def _path(self, name: str, what: str, example: str) -> str | None:
+    def _path(self, name: str, what: str, noun: str, example: str) -> str | None:
         value = self._text(name)
         if value is None:
             return None
-        posix, win = PurePosixPath(value), PureWindowsPath(value)
-        if posix.is_absolute() or win.is_absolute() or win.drive or value.startswith("\\"):
-            self.error(name, f"{value!r} is an absolute path; expected a path relative to the "
-                       f"dataset root {self.root}, e.g. {example!r}")
-            return None
-        if ".." in re.split(r"[\\/]", value):
-            self.error(name, f"{value!r} contains '..'; {what} must lie inside the dataset root")
-            return None
-        path = self.root / value
-        if not path.exists():
-            self.error(name, f"file not found: {path}; check the path (relative to {self.root})")
-        elif not path.is_file():
-            self.error(name, f"{path} is a folder, expected a {what} file")
-        return value
+        return self.relative_file(name, value, what=what, noun=noun, example=example,
+                                  missing_hint=f"check the path (relative to {self.root})")
 
     def check(self) -> list[Problem]:
         obj = self.obj
@@ -106,23 +95,24 @@ class CaseRowChecker(RowChecker):
                 self.warn(name, "unknown field, kept as an extra (not used by vidmem)")
         case_id = self._text("case_id")
         if case_id is not None and not _SAFE_ID.match(case_id):
-            self.error("case_id", f"{case_id!r} is not a safe file name (it names the video "
+            self.error("case_id", f"{excerpt(case_id)} is not a safe file name (it names the video "
                        "<case_id>.mp4); use letters, digits, '.', '_' and '-', not starting "
                        "with '.'")
-        image = self._path("start_image", "start images", "start_images/img000.png")
+        image = self._path("start_image", "start images", "start image",
+                           "start_images/img000.png")
         if image is not None and PurePosixPath(image.replace("\\", "/")).suffix.lower() not in _IMAGE_SUFFIXES:
-            self.warn("start_image", f"{image!r} is not a PNG/JPEG/WebP file name; generators "
-                      "may not read it")
+            self.warn("start_image", f"{excerpt(image)} is not a PNG/JPEG/WebP file name; "
+                      "generators may not read it")
         loop_id = self._check_loop()
         prompt = self._text("prompt")
         if loop_id is not None and prompt is not None and loop_for_prompt(prompt) != loop_id:
-            self.warn("prompt", f"{prompt!r} is not the prompt target of {loop_id} "
+            self.warn("prompt", f"{excerpt(prompt)} is not the prompt target of {loop_id} "
                       f"({LOOPS[loop_id].prompt!r}); generators that recognise the targets "
                       "(e.g. sim) will not perform the loop")
         self._positive("duration_seconds", "60.0")
         self._positive("fps", "8.0")
         if obj.get("poses") is not None:
-            self._path("poses", "pose tracks", "poses/case_001.json")
+            self._path("poses", "pose tracks", "pose track", "poses/case_001.json")
         return self.problems
 
     def _check_loop(self) -> str | None:
@@ -132,8 +122,8 @@ class CaseRowChecker(RowChecker):
         if v in LOOP_IDS:
             return str(v)
         guess = ""
-        if isinstance(v, str):
+        if isinstance(v, str) and len(v) <= 100:  # a long value is no typo of a loop id
             close = difflib.get_close_matches(v.strip().lower(), LOOP_IDS, n=1, cutoff=0.5)
             guess = f"; did you mean {close[0]!r}?" if close else ""
-        self.error("loop_id", f"unknown loop {v!r}{guess}; expected one of {list(LOOP_IDS)}")
+        self.error("loop_id", f"unknown loop {excerpt(v)}{guess}; expected one of {list(LOOP_IDS)}")
         return None
