@@ -42,3 +42,9 @@ class NotImplementedYetError(VidmemError):
 
 class MissingDependencyError(VidmemError):
     """An optional extra (e.g. ``models``) or model weights that are not installed."""
+
+
+class RunFailedError(VidmemError):
+    """A run that finished with items that failed (each stored with its error)."""
+
+    exit_code = 1

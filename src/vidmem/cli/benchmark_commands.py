@@ -92,15 +92,16 @@ def make_command(verb: str, bench: Any) -> Any:
         options = {o.name: values[o.name] for o in bench.score_options}
         gen = None if videos else (values["generator"], parse_options(values["generator_opt"]))
         quiet = values["quiet"] or values["as_json"]
-        result, run = run_benchmark(
+        outcome = run_benchmark(
             bench, bench.load(values["root"]), videos=values.get("videos"), out=values["out"],
             gen=gen, config=config, allow_missing=values["allow_missing"],
             workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
             quiet=quiet, options=options)
         if values["as_json"]:
-            print_json(result)
+            print_json(outcome.summary)
         elif not quiet:
-            print_result(bench, console, result, run)
+            print_result(bench, console, outcome.summary, outcome.run)
+        outcome.raise_if_failed(bench.item_word)  # any failed item reaches the exit code
 
     doc = (f"Score {bench.title} {bench.outputs_word} generated elsewhere (bring your own videos)."
            if videos else

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from vidmem.errors import UserInputError
+from vidmem.errors import RunFailedError, UserInputError
 from vidmem.runners import generation
 from vidmem.runners.execute import WorkItem, execute
 from vidmem.runners.store import RunDir, RunManifest
@@ -117,6 +117,13 @@ def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: An
           allow_missing: bool = False, workers: int = 1, quiet: bool = False,
           options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Score every item's video in ``videos`` into ``run``; write and return the summary."""
+    return _score(bench, ds, run, videos, config, allow_missing=allow_missing, workers=workers,
+                  quiet=quiet, options=options)[0]
+
+
+def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
+           allow_missing: bool, workers: int, quiet: bool,
+           options: Mapping[str, Any] | None) -> tuple[dict[str, Any], Outcome]:
     scan = bench.find_outputs(ds, videos)
     if scan.missing and not allow_missing:
         scan.raise_if_missing()
@@ -152,7 +159,7 @@ def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: An
     run.set_counts({**summary.as_counts(), f"{bench.item_word}s": len(rows),
                     "missing": len(scan.missing)})
     run.set_status("complete" if summary.ok else "failed")
-    return result
+    return result, outcome
 
 
 def record_backends(bench: Benchmark, run: RunDir, config: Any) -> None:
@@ -160,6 +167,33 @@ def record_backends(bench: Benchmark, run: RunDir, config: Any) -> None:
     backends = _BACKENDS.get((bench.name, _config_json(config)))
     if backends is not None:
         run.set_backends(bench.backend_infos(backends))
+
+
+class RunResult(NamedTuple):
+    """What :func:`run_benchmark` did.
+
+    Attributes:
+        summary: the summary (as in ``summary.json``) plus the report's paths.
+        run: the run directory.
+        failed: ``(item_id, first line of the error)`` for every item that failed to score.
+        n_items: the dataset's items (tasks, cases).
+    """
+
+    summary: dict[str, Any]
+    run: RunDir
+    failed: list[tuple[str, str]]
+    n_items: int
+
+    def raise_if_failed(self, item_word: str) -> None:
+        """Raise :class:`RunFailedError` (exit code 1) when any item failed."""
+        if not self.failed:
+            return
+        item_id, message = self.failed[0]
+        raise RunFailedError(
+            f"{len(self.failed)} of {self.n_items} {item_word}s failed to score and are left out "
+            f"of the mean; first: {item_id}: {message}",
+            hint=f"every error is in {self.run.items_path} (and summary.json); fix what it "
+            "names and rerun with --resume: finished items are not computed again")
 
 
 def run_benchmark(
@@ -177,14 +211,16 @@ def run_benchmark(
     quiet: bool,
     options: Mapping[str, Any] | None = None,
     argv: list[str] | None = None,
-) -> tuple[dict[str, Any], RunDir]:
+) -> RunResult:
     """Score ``videos`` (``gen`` is None) or generate them with ``gen`` and score them.
 
     Missing videos are refused before a run directory exists, so a retry needs no
     ``--resume``; failed generations are refused unless ``allow_missing``.
 
     Returns:
-        The summary (with the report's paths under ``report``) and the run directory.
+        The summary (with the report's paths under ``report``), the run directory and
+        the items that failed (the caller decides the exit code: see
+        :meth:`RunResult.raise_if_failed`).
 
     Raises:
         UserInputError: videos missing, or generation failed (without ``allow_missing``).
@@ -213,11 +249,12 @@ def run_benchmark(
                 f"first: {first[0]}: {first[1]}",
                 hint="fix the generator and rerun with --resume, or pass --allow-missing: "
                 + bench.allow_missing_help)
-    result = score(bench, ds, run, videos, config, allow_missing=allow_missing,  # type: ignore[arg-type]
-                   workers=workers, quiet=quiet, options=options)
+    result, outcome = _score(bench, ds, run, videos, config,  # type: ignore[arg-type]
+                             allow_missing=allow_missing, workers=workers, quiet=quiet,
+                             options=options)
     record_backends(bench, run, config)
     result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
-    return result, run
+    return RunResult(result, run, list(outcome.errors), outcome.n_items)
 
 
 def print_result(bench: Benchmark, console: Console, result: Mapping[str, Any], run: RunDir) -> None:

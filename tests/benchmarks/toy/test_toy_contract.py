@@ -91,3 +91,24 @@ def test_a_missing_video_is_refused_naming_the_item(root, tmp_path, capsys):
                         "--videos", str(videos))
     assert code not in (0, None)
     assert "teal" in err and "grey" in err
+
+
+def test_a_failed_item_reaches_the_exit_code_and_the_others_are_kept(root, tmp_path, capsys):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    for name, rgb in COLOURS.items():
+        write_video(videos / f"{name}.mp4", [np.full((32, 32, 3), rgb, np.uint8)] * (1 if name == "teal" else 4), 8)
+    code, out, err = _cli(capsys, "score", "toy", "--root", str(root), "--out", str(tmp_path / "r"),
+                          "--videos", str(videos), "--json")
+    assert code == 1
+    assert "1 of 3 items failed to score and are left out of the mean; first: teal:" in err
+    summary = json.loads(out)
+    assert summary["errors"][0][0] == "teal" and summary["n_items"] == 3
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "r" / "scores.jsonl").read_text().splitlines()}
+    assert rows["teal"]["status"] == "error" and rows["red"]["status"] == "scored"
+    # the failed item is retried on --resume; the scored ones are served from the store
+    write_video(videos / "teal.mp4", [np.full((32, 32, 3), COLOURS["teal"], np.uint8)] * 4, 8)
+    code, out, err = _cli(capsys, "score", "toy", "--root", str(root), "--out", str(tmp_path / "r"),
+                          "--videos", str(videos), "--json", "--resume")
+    assert code in (0, None), err
+    assert json.loads(out)["errors"] == []

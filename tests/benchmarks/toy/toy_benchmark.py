@@ -112,6 +112,8 @@ class Toy(Benchmark):
         from vidmem.io.video import probe
 
         n = probe(request["video"]).n_frames
+        if n < 2:
+            raise ValueError(f"{request['video']} has {n} frame(s); the toy needs at least 2")
         frames = read_frames(request["video"], list(range(0, n, backends.stride)))
         err = float(np.abs(frames.astype(float) - np.asarray(request["rgb"], float)).mean())
         return {"response": {"mean_abs_error": err}, "score": {"score": 1.0 - err / 255.0}}

@@ -242,7 +242,7 @@ def print_summary(console: Console, result: dict[str, Any], run: RunDir) -> None
     s = result["score"]
     label = "official protocol backends" if result["official"] else "NON-OFFICIAL backends (offline proxy or overrides)"
     console.print(f"[bold]CMBench[/bold] ({label}): score {_fmt(s['mean'])} "
-                  f"{_ci(s['ci_low'], s['ci_high'])} over {s['n']} tasks")
+                  f"{_ci(s['ci_low'], s['ci_high'])} over {s['n']} of {result['n_tasks']} tasks")
     t = Table(title="by type x task_type", title_justify="left")
     for c in ("type", "task_type", "mean", "95% CI", "n"):
         t.add_column(c)
@@ -252,7 +252,8 @@ def print_summary(console: Console, result: dict[str, Any], run: RunDir) -> None
     if result["n_missing_scored_zero"]:
         console.print(f"[yellow]{result['n_missing_scored_zero']} missing continuations scored as 0[/yellow]")
     if result.get("errors"):
-        console.print(f"[red]{len(result['errors'])} tasks failed to score[/red]; first: {result['errors'][0]}")
+        console.print(f"[red]{len(result['errors'])} tasks failed to score[/red] (left out of the mean); "
+                      f"first: {result['errors'][0]}")
     if "kv" in result:
         kv = result["kv"]
         console.print(f"KV pruning ratio (mean of per-task): {_fmt(kv['pruning_ratio_mean'])}; pooled (secondary): "

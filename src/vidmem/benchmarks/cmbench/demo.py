@@ -44,7 +44,7 @@ def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED}
-        summary, run_dir = runner.run_benchmark(
+        summary, run_dir, _, _ = runner.run_benchmark(
             bench, ds, videos=None, out=base / memory, gen=("sim", options), config=cfg,
             allow_missing=False, workers=1, resume=True, overwrite=False, quiet=quiet, argv=[])
         summary["report"] = summary["report"]["html"]

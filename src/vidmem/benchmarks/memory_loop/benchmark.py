@@ -164,24 +164,47 @@ class MemoryLoop(Benchmark):
         return {
             "revisit_pairs": "frame j is matched to the nearest earlier frame i at least "
             f"{scorer.min_gap_seconds:g} s older and within pose distance {scorer.pose_radius:g} "
-            "(ties: the latest i); the pair is kept only if the camera went >= "
+            "(ties within 1e-9: the earliest i); the pair is kept only if the camera went >= "
             f"{scorer.excursion_factor:g} x {scorer.pose_radius:g} away from i in between, otherwise j "
             "has no pair (the excursion decides whether the match counts, it does not widen the "
             "search; vidmem.metrics.revisit)",
+            "tie_rule": "reference rule (WorldAtlas Arena memory_loop keeps the first minimum): "
+            "among earlier frames equally near j (within 1e-9), the earliest is the match, so a "
+            "camera resting on a view it came back to pairs each resting frame with the first "
+            "sighting; vidmem <= 1.2 took the latest",
             "pose_distance": "|t_i - t_j| / (largest departure from frame 0) + rotation_weight x "
             "geodesic degrees / 180",
+            "no_translation_cutoff": "the translation term is 0 when the largest departure from "
+            "frame 0 is at most 1e-6 x max(1, largest |camera position|) world units: the "
+            "reference's fixed 1e-6 at unit scale, scaled with the coordinates (vidmem's choice) so "
+            "position jitter of a camera that only turns never dominates; vidmem <= 1.2 used 1e-9",
             "pose_radius": scorer.pose_radius, "rotation_weight": scorer.rotation_weight,
             "excursion_factor": scorer.excursion_factor, "min_gap_seconds": scorer.min_gap_seconds,
             "max_pairs": scorer.max_pairs,
-            "pair_cap": "spread evenly over gap lengths, shortest and longest always kept",
+            "pair_cap": f"reference rule: with more than {scorer.max_pairs} pairs, cut the gap "
+            f"range [shortest, longest] into {scorer.max_pairs} equal-width buckets (bucket = "
+            f"min(int((gap - shortest) / max(span, 1e-8 s) x {scorer.max_pairs}), "
+            f"{scorer.max_pairs - 1})) and keep the nearest pair in pose of each non-empty bucket "
+            "(ties: shorter gap, then smaller j); the first bucket keeps the shortest-gap pair "
+            "and the last the longest-gap pair instead; fewer pairs remain when buckets are "
+            "empty; vidmem <= 1.2 took the pair nearest each of evenly spaced target gaps",
             "pose_track": "the manifest's poses file, else <video>.poses.json; without one the "
             "planned loop resampled to the video's frame count is paired and the case is "
             "diagnostic",
-            "gap_seconds": "native frame-index difference / the video stream's fps (probe)",
+            "gap_seconds": "native frame-index difference / the video stream's fps (probe); the "
+            "1 s minimum gap is compared in seconds, not in rounded frames",
             "revisit_fidelity": "clamp(0.7 x (cos(embedding a, embedding b) + 1) / 2 + 0.3 x "
-            "SSIM(a, b), 0, 1); only paired frames are decoded",
+            "clamp(SSIM(a, b), 0, 1), 0, 1); only paired frames are decoded",
             "embedder": scorer.embedder, "official_backends": is_official(scorer),
-            "ssim": "BT.601 luma, Gaussian window sigma 1.5 (11 x 11), K1 0.01, K2 0.03, L 255",
+            "ssim": "reference rule: mean over the R, G and B channels of each channel's SSIM, "
+            "Gaussian window sigma 1.5 (11 x 11 taps), population statistics, K1 0.01, K2 0.03, "
+            "L 255, the SSIM map averaged over every pixel with the window mirrored at the "
+            "borders (OpenCV BORDER_REFLECT_101), float64; equals skimage structural_similarity("
+            "channel_axis, gaussian_weights, sigma 1.5, use_sample_covariance False, data_range "
+            "255) on the pixels >= 5 px from the border; vidmem <= 1.2 used BT.601 luma, border "
+            "cropped",
+            "ssim_clamp": "reference rule: SSIM enters revisit fidelity clamped to [0, 1] (a "
+            "negative SSIM adds 0); the per-pair rows store the unclamped mean SSIM",
             "sample_fidelity": "mean over the video's pairs",
             "return_gate": "departed >= 3 x radius from frame 0 and last frame within radius; "
             "diagnostic, never averaged in",
@@ -193,6 +216,15 @@ class MemoryLoop(Benchmark):
                 "distinct_gaps_decision": "vidmem decision: the protocol asks for > 1 distinct gap; "
                 "exactly 2 distinct gaps are not_applicable because the 3-parameter curve then "
                 "passes through both group means for every tau",
+                "identifiable_tau": "vidmem check: tau / gap span must lie in [|min centred gap| / "
+                "700, 1e4]; a fit whose error keeps falling as tau grows past 1e4 gap spans (a "
+                "near-linear decline) is not_applicable with reason 'tau: the fit runs past the "
+                "identifiable range ...' (vidmem <= 1.2 said 'converged'), one smallest at the "
+                "lower end 'tau: the fit runs below ...'; 'converged' is left for an optimiser "
+                "failure with the minimum inside the range",
+                "fit_method": "vidmem: Levenberg-Marquardt on all three parameters from profile "
+                "starts (the reference sweeps b and fits log(f - b) by a line, with tau <= 10 gap "
+                "spans; vidmem keeps its own fit and checks)",
                 "backend": "exponential_fit", "event_independence_verified": False,
                 "note": NOT_CAUSAL,
             },
@@ -251,7 +283,8 @@ def print_summary(console: Console, result: dict[str, Any], run: RunDir) -> None
     if result["missing"]:
         console.print(f"[yellow]{len(result['missing'])} case video(s) missing[/yellow], not scored")
     if result["errors"]:
-        console.print(f"[red]{len(result['errors'])} case(s) failed to score[/red]; first: "
+        console.print(f"[red]{len(result['errors'])} case(s) failed to score[/red] (left out of "
+                      "the mean); first: "
                       f"{result['errors'][0]}")
     console.print(f"note: {NOT_CAUSAL}")
     console.print(f"run: {run.path}")

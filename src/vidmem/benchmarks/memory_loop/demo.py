@@ -58,7 +58,7 @@ def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED, "duration_seconds": DURATION_SECONDS,
                    "fps": FPS}
-        summary, run_dir = runner.run_benchmark(
+        summary, run_dir, _, _ = runner.run_benchmark(
             bench, ds, videos=None, out=base / _run_dir_name(memory), gen=("sim", options),
             config=cfg, allow_missing=False, workers=1, resume=True, overwrite=False,
             quiet=quiet, argv=[])
