@@ -198,10 +198,14 @@ class ScoreItem:
         request: everything :meth:`Benchmark.score_item` needs (paths, file hashes,
             scorer settings, weights fingerprints); its content is the store key, so an
             unchanged item is never scored twice.
+        unkeyed: request fields left out of that key: file paths whose content hash
+            the request also carries (a moved run or dataset is still served from the
+            store).
     """
 
     item_id: str
     request: Mapping[str, Any]
+    unkeyed: tuple[str, ...] = ()
 
 
 class Benchmark(ABC):

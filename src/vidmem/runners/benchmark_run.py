@@ -127,7 +127,7 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
     scan = bench.find_outputs(ds, videos)
     if scan.missing and not allow_missing:
         scan.raise_if_missing()
-    items = [WorkItem.make(s.item_id, "score", dict(s.request))
+    items = [WorkItem.make(s.item_id, "score", dict(s.request), unkeyed=s.unkeyed)
              for s in bench.score_items(ds, scan, config, run.path)]
     with run.items() as store:
         if any(item.key not in store.done_keys() for item in items):

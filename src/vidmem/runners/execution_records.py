@@ -8,7 +8,7 @@ to the :class:`~vidmem.runners.store.ItemStore` as it arrives (a ``done`` row, o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,18 +46,48 @@ class WorkItem:
     request: Any
 
     @classmethod
-    def make(cls, item_id: str, kind: str, request: Any) -> WorkItem:
+    def make(cls, item_id: str, kind: str, request: Any, *,
+             unkeyed: Sequence[str] = ()) -> WorkItem:
         """Build an item keyed by ``content_hash({"kind": kind, "request": request})``.
 
         Put everything that changes the result into ``request`` (backend name and
         weights hash, thresholds...), so that equal keys really mean equal results.
+
+        Args:
+            unkeyed: fields of ``request`` left out of the key (``"generation.out_path"``
+                reaches into a nested mapping): where files are, when the request also
+                carries their content hashes, so that a run directory or dataset moved
+                elsewhere is still served from its store.
+
+        Example:
+            >>> a = WorkItem.make("t", "score", {"video": "/a/x.mp4", "sha": "1"}, unkeyed=["video"])
+            >>> a.key == WorkItem.make("t", "score", {"video": "/b/x.mp4", "sha": "1"}, unkeyed=["video"]).key
+            True
         """
         return cls(
-            key=content_hash({"kind": kind, "request": request}),
+            key=content_hash({"kind": kind, "request": _without(request, unkeyed)}),
             item_id=item_id,
             kind=kind,
             request=request,
         )
+
+
+def _without(request: Any, fields: Sequence[str]) -> Any:
+    """A copy of ``request`` without the (dotted) ``fields``."""
+    if not fields or not isinstance(request, Mapping):
+        return request
+    out = dict(request)
+    nested: dict[str, list[str]] = {}
+    for name in fields:
+        head, dot, rest = name.partition(".")
+        if dot:
+            nested.setdefault(head, []).append(rest)
+        else:
+            out.pop(head, None)
+    for head, rests in nested.items():
+        if head in out:
+            out[head] = _without(out[head], rests)
+    return out
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from vidmem.generators.requests import GenerationRequest
+from vidmem.io.hashing import file_sha256
 from vidmem.runners.execute import ExecutionSummary, WorkItem, execute
 from vidmem.runners.item_store import ItemStore
 
@@ -36,25 +39,57 @@ def generate_item(item: WorkItem) -> dict[str, Any]:
     result = gen.generate(GenerationRequest.from_dict(req["generation"]))
     if result.status != "ok":
         raise RuntimeError(result.error or f"generation of {item.item_id} failed")
-    return {"response": result.to_dict(), "score": None}
+    # What the generator wrote, so that a file changed after generation is noticed.
+    written = {"video_sha256": file_sha256(req["generation"]["out_path"])}
+    return {"response": {**result.to_dict(), **written}, "score": None}
 
 
 def make_item(request: GenerationRequest, generator: str, options: dict[str, Any],
               inputs: dict[str, str]) -> WorkItem:
     """A generation item; ``inputs`` holds the input files' hashes."""
+    # Paths stay data, out of the key: the inputs' hashes stand for their content, and the
+    # output is checked on disk (a run directory moved elsewhere is still served).
     return WorkItem.make(request.request_id, "generate", {
         "generation": request.to_dict(), "generator": generator, "generator_options": options,
         "generator_info": generator_info(generator, options), **inputs,
-    })
+    }, unkeyed=("generation.out_path", "generation.context_video", "generation.start_image"))
 
 
 def run_generation(store: ItemStore, items: list[WorkItem], *, workers: int = 1,
                    quiet: bool = False) -> ExecutionSummary:
-    """Generate every item not yet done whose video exists; redo those whose video is gone."""
+    """Generate every item not yet done; redo those whose video is gone or was changed.
+
+    A finished item is trusted only while its video is the file the generator wrote (the
+    stored SHA-256); a deleted or edited video is generated again and said so on stderr.
+    Partial files a killed writer left in the output folders are removed first.
+    """
+    _remove_partials({Path(it.request["generation"]["out_path"]).parent for it in items})
+    redo: list[str] = []
     for item in items:
         stored = store.get(item.key)
+        if stored is None or stored.status != "done":
+            continue
         out = Path(item.request["generation"]["out_path"])
-        if stored is not None and stored.status == "done" and not out.is_file():
-            store.put(item.key, item_id=item.item_id, kind=item.kind, request=item.request,
-                      status="error", error=f"{out} was deleted after it was generated; generating again")
+        wrote = (stored.response or {}).get("video_sha256")
+        if not out.is_file():
+            why = f"{out} was deleted after it was generated; generating again"
+        elif wrote is not None and file_sha256(out) != wrote:
+            why = f"{out} changed after it was generated (SHA-256 differs); generating again"
+        else:
+            continue
+        redo.append(f"{item.item_id}: {why}")
+        store.put(item.key, item_id=item.item_id, kind=item.kind, request=item.request,
+                  status="error", error=why)
+    if redo:
+        Console(stderr=True).print("[yellow]regenerating:[/yellow] " + "; ".join(redo[:5])
+                                   + (f" (and {len(redo) - 5} more)" if len(redo) > 5 else ""),
+                                   highlight=False)
     return execute(store, items, generate_item, workers=workers, progress=not quiet, quiet=quiet)
+
+
+def _remove_partials(folders: set[Path]) -> None:
+    """Delete ``.<name>.partial-*`` files (see :func:`vidmem.io.video.write_video`)."""
+    for folder in folders:
+        if folder.is_dir():
+            for partial in folder.glob(".*.partial-*"):
+                partial.unlink(missing_ok=True)

@@ -112,3 +112,44 @@ def test_a_failed_item_reaches_the_exit_code_and_the_others_are_kept(root, tmp_p
                           "--videos", str(videos), "--json", "--resume")
     assert code in (0, None), err
     assert json.loads(out)["errors"] == []
+
+
+def _run_toy(capsys, root, out, *extra):
+    template = f"{sys.executable} {HERE / 'paint.py'} {{prompt}} {{out}}"
+    return _cli(capsys, "run", "toy", "--root", str(root), "--out", str(out), "--generator", "command",
+                "--generator-opt", f"template={template}", "--json", *extra)
+
+
+def _stored_keys(run_dir):
+    import sqlite3
+
+    with sqlite3.connect(run_dir / "items.sqlite") as db:
+        return {row[0] for row in db.execute("SELECT key FROM items")}
+
+
+def test_a_run_directory_copied_elsewhere_is_served_from_its_store(root, tmp_path, capsys):
+    code, _, err = _run_toy(capsys, root, tmp_path / "run")
+    assert code in (0, None), err
+    keys = _stored_keys(tmp_path / "run")
+    assert len(keys) == 6  # 3 generations + 3 scores
+    shutil.copytree(tmp_path / "run", tmp_path / "moved" / "run")
+    code, out, err = _run_toy(capsys, root, tmp_path / "moved" / "run", "--resume")
+    assert code in (0, None), err
+    # keys hold content, not paths: nothing new was generated or scored
+    assert _stored_keys(tmp_path / "moved" / "run") == keys
+    assert json.loads((tmp_path / "moved" / "run" / "run.json").read_text())["counts"]["computed"] == 0
+
+
+def test_an_edited_generated_video_is_generated_again_and_partials_are_removed(root, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code, _, err = _run_toy(capsys, root, run_dir)
+    assert code in (0, None), err
+    write_video(run_dir / "videos" / "red.mp4", [np.full((32, 32, 3), 128, np.uint8)] * 4, 8)
+    partial = run_dir / "videos" / ".teal.partial-123-456.mp4"
+    partial.write_bytes(b"half a video")
+    code, out, err = _run_toy(capsys, root, run_dir, "--resume")
+    assert code in (0, None), err
+    assert "regenerating" in err and "red" in err and "changed after it was generated" in err
+    rows = {json.loads(x)["id"]: json.loads(x)["score"] for x in (run_dir / "scores.jsonl").read_text().splitlines()}
+    assert rows["red"] > 0.97  # painted red again, not the grey edit
+    assert not partial.exists()

@@ -102,7 +102,7 @@ class Toy(Benchmark):
     def score_items(self, dataset, scan, config, run_dir):
         return [ScoreItem(r["id"], {"rgb": r["rgb"], "video": str(scan.found[r["id"]]),
                                     "video_sha256": file_sha256(scan.found[r["id"]]),
-                                    "scorer": config.to_dict()})
+                                    "scorer": config.to_dict()}, unkeyed=("video",))
                 for r in dataset["rows"] if r["id"] in scan.found]
 
     def load_backends(self, config):

@@ -107,7 +107,7 @@ class CMBench(Benchmark):
                 "video_sha256": file_sha256(video), "references": [r.__dict__ for r in resolved],
                 "scorer": config.to_dict(), "crops_dir": str(run_dir / "crops"),
                 "scorer_version": BENCHMARK_VERSION, "weights": weights,
-            }))
+            }, unkeyed=("context", "video", "crops_dir")))
         return items
 
     def load_backends(self, config: ScorerConfig) -> CMBenchScorer:

@@ -110,7 +110,7 @@ class MemoryLoop(Benchmark):
                 "poses_path": None if poses is None else str(poses),
                 "poses_sha256": None if poses is None or not poses.is_file() else file_sha256(poses),
                 "scorer": config.to_dict(), "scorer_version": BENCHMARK_VERSION, "weights": weights,
-            }))
+            }, unkeyed=("video", "poses_path")))
         return items
 
     def load_backends(self, config: ScorerConfig) -> MemoryLoopScorer:
