@@ -54,7 +54,7 @@ def _as_tuples(pairs):
 
 # Expected pairs of the 0 -> 180 deg -> 0 yaw (3.6 deg per frame, 10 fps, 101 frames).
 # Rule: frame j is matched to its nearest earlier frame >= 1 s older within 27 deg
-# (0.15), latest on ties, and the pair is kept only if the camera left that frame's
+# (0.15), earliest on ties, and the pair is kept only if the camera left that frame's
 # view by >= 81 deg (0.45) in between. For every return frame j >= 55 the nearest
 # match is its mirror 100 - j (distance 0, gap 2j - 100 >= 10 frames), whose excursion
 # is (180 - theta_j) / 180: j >= 73 (<= 97.2 deg) keeps it; 55 <= j <= 72 (>= 100.8
@@ -150,11 +150,13 @@ def test_min_gap_is_respected():
     assert all(p.gap_seconds >= 1.0 for p in pairs)
     # Frames 6..9 are back at the start, but less than 1 s after frame 0. Frames 10..15
     # match frame 0 only (frames 6.. are < 1 s older). From frame 16 on, frames 0 and
-    # 6..j-10 tie at distance 0; the latest, j - 10, wins and the camera has not moved
-    # since: no pair (the view was in sight all along, nothing was revisited).
-    assert _as_tuples(pairs) == [(0, j) for j in range(10, 16)]
+    # 6..j-10 tie at distance 0; benchmark 1.3 gives ties to the earliest, frame 0 (the
+    # reference's first minimum; 1.2 took the latest, j - 10, and left j unpaired), and
+    # the camera did leave frame 0's view by 90 deg: every resting frame pairs with 0.
+    assert _as_tuples(pairs) == [(0, j) for j in range(10, 30)]
+    assert pairs[-1].gap_seconds == pytest.approx(2.9)
     short = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP, min_gap_seconds=0.5)
-    assert _as_tuples(short) == [(0, j) for j in range(6, 11)]
+    assert _as_tuples(short) == [(0, j) for j in range(6, 30)]
     assert short[0].gap_seconds == pytest.approx(0.6)
 
 
@@ -165,13 +167,43 @@ def test_gap_uses_native_fps():
     assert all(p.gap_seconds == pytest.approx((p.j - p.i) / 25.0) for p in pairs)
 
 
-def test_exact_tie_goes_to_the_latest_frame():
+def test_exact_tie_goes_to_the_earliest_frame():
     # Five identical start frames, out to 180 deg and back to exactly the start view.
+    # Benchmark 1.3 (was: the latest, frame 4, gap 4.0 s): the earliest tie, frame 0,
+    # as the reference's argmin keeps the first minimum.
     yaw = np.r_[np.zeros(4), _out_and_back(180.0, n_half=20)]
     pairs = revisit_pairs(_track(yaw_deg=yaw), fps=10.0, max_pairs=NO_CAP)
     last = max(pairs, key=lambda p: p.j)
-    assert (last.i, last.j) == (4, len(yaw) - 1)  # frames 0..4 tie at distance 0
-    assert last.gap_seconds == pytest.approx(4.0)
+    assert (last.i, last.j) == (0, len(yaw) - 1)  # frames 0..4 tie at distance 0
+    assert last.gap_seconds == pytest.approx(4.4)
+
+
+def test_tie_on_a_double_loop_goes_to_the_first_sighting():
+    # 0 -> 120 -> 0 deg twice, 10 frames per leg at 10 fps (41 frames, 12 deg a frame).
+    # Frame 38 (second cycle, 24 deg on the way back) sees the same view exactly at
+    # frames 2, 18 and 22, all >= 1 s older and 0 away. The reference keeps the first,
+    # frame 2 (gap 3.6 s); vidmem < 1.3 took the latest, frame 22 (gap 1.6 s).
+    leg = np.arange(0, 121, 12.0)
+    cycle = np.r_[leg, leg[::-1][1:]]
+    yaw = np.r_[cycle, cycle[1:]]
+    assert len(yaw) == 41 and yaw[2] == yaw[18] == yaw[22] == yaw[38] == 24.0
+    by_j = {p.j: p for p in revisit_pairs(_track(yaw_deg=yaw), fps=10.0, max_pairs=NO_CAP)}
+    assert (by_j[38].i, by_j[38].gap_seconds) == (2, 3.6)
+    assert by_j[38].distance == 0.0 and by_j[38].excursion == pytest.approx(96 / 180)
+    # every pair of the second cycle goes back to the first cycle's outbound leg
+    assert all(p.i <= 10 for p in by_j.values())
+    # blocks of three rows, visited from the last to the first, give the same answer
+    assert by_j == {p.j: p for p in _blocked(lambda: revisit_pairs(
+        _track(yaw_deg=yaw), fps=10.0, max_pairs=NO_CAP), 3 * 41)}
+
+
+def _blocked(call, entries):
+    old = pose_distance_mod.BLOCK_ENTRIES
+    pose_distance_mod.BLOCK_ENTRIES = entries
+    try:
+        return call()
+    finally:
+        pose_distance_mod.BLOCK_ENTRIES = old
 
 
 def test_blocked_computation_matches_one_block(monkeypatch):
@@ -205,26 +237,55 @@ def _pairs_with_gaps(gaps):
     return [RevisitPair(0, k, float(g), 0.0, 0.5) for k, g in enumerate(gaps, start=1)]
 
 
-def test_spread_uniform_gaps_hits_equal_width_targets():
-    pairs = _pairs_with_gaps(np.arange(1, 101))  # gaps 1..100 s
-    kept = spread_by_gap(pairs, 24)
-    gaps = [p.gap_seconds for p in kept]
-    assert len(kept) == 24 and gaps[0] == 1.0 and gaps[-1] == 100.0
-    targets = 1 + 99 * np.arange(1, 23) / 23
-    assert gaps[1:-1] == [float(round(t)) for t in targets]
-    # 24 equal-width buckets centred on the 24 evenly spaced points: one kept gap each
-    w = 99 / 23
-    counts = np.histogram(gaps, bins=1.0 + (np.arange(25) - 0.5) * w)[0]
-    assert counts.tolist() == [1] * 24
+def _pairs(gaps, distances):
+    return [RevisitPair(0, k, float(g), float(d), 0.5)
+            for k, (g, d) in enumerate(zip(gaps, distances, strict=True), start=1)]
 
 
-def test_spread_keeps_rare_long_gaps():
+def test_spread_keeps_the_nearest_pair_of_each_gap_bucket():
+    # Benchmark 1.3 (was: the pair nearest each of max_pairs evenly spaced target
+    # gaps, here gaps 4 and 8): the reference's buckets. Gaps 0..12 s, cap 4: span 12,
+    # bucket = min(int(g / 12 * 4), 3): [0, 3), [3, 6), [6, 9), [9, 12].
+    gaps = np.arange(13.0)
+    dist = [0.0, 0.0, 0.0, 0.05, 0.09, 0.01, 0.02, 0.07, 0.08, 0.0, 0.0, 0.0, 0.12]
+    kept = spread_by_gap(_pairs(gaps, dist), 4)
+    # bucket 0 and bucket 3 keep the shortest and the longest gap whatever their
+    # distance (0.12 at 12 s); bucket 1 its nearest, 5 s (0.01); bucket 2, 6 s (0.02).
+    assert [p.gap_seconds for p in kept] == [0.0, 5.0, 6.0, 12.0]
+
+
+def test_spread_empty_buckets_keep_fewer_pairs():
+    # Gaps cluster at both ends of 0..12 s: buckets 1 and 2 are empty, so only the
+    # shortest and the longest survive (the nearest of bucket 3, 11 s, is replaced by
+    # the longest gap).
+    gaps = [0.0, 0.5, 1.0, 11.0, 11.5, 12.0]
+    kept = spread_by_gap(_pairs(gaps, [0.1, 0.0, 0.1, 0.1, 0.0, 0.1]), 4)
+    assert [p.gap_seconds for p in kept] == [0.0, 12.0]
+    # with the cap at the list length nothing is dropped
+    assert len(spread_by_gap(_pairs(gaps, [0.0] * 6), 6)) == 6
+
+
+def test_spread_bucket_edges_and_longest_gap():
+    # 24 buckets over 1..100 s (width 99 / 24 = 4.125 s): gaps 1..100 fill every bucket,
+    # each keeps its nearest pair; the bucket of gap 100 is the last (index clamped).
+    gaps = np.arange(1.0, 101.0)
+    dist = np.abs(np.sin(gaps))  # a different nearest gap in each bucket
+    kept = spread_by_gap(_pairs(gaps, dist), 24)
+    assert len(kept) == 24 and kept[0].gap_seconds == 1.0 and kept[-1].gap_seconds == 100.0
+    idx = np.minimum(((gaps - 1.0) / 99.0 * 24).astype(int), 23)
+    expect = {b: gaps[idx == b][np.argmin(dist[idx == b])] for b in range(1, 23)}
+    assert [p.gap_seconds for p in kept[1:-1]] == [expect[b] for b in range(1, 23)]
+
+
+def test_spread_keeps_rare_long_gaps_only_as_their_buckets_allow():
+    # Benchmark 1.3 (was: all five long gaps kept, 24 pairs in all): 60 short gaps in
+    # 1..2 s share bucket 0; the long gaps 50..54 s fall in buckets 22 (50, 51) and 23
+    # (52, 53, 54) of the 24 over 1..54 s; bucket 22 keeps its nearest (51 s here).
     short = np.linspace(1.0, 2.0, 60)
     long = [50.0, 51.0, 52.0, 53.0, 54.0]
-    kept = spread_by_gap(_pairs_with_gaps(list(short) + long), 24)
-    gaps = [p.gap_seconds for p in kept]
-    assert len(kept) == 24 and gaps[0] == 1.0 and gaps[-1] == 54.0
-    assert set(long) <= set(gaps)
+    dist = [0.0] * 60 + [0.1, 0.05, 0.0, 0.0, 0.1]
+    kept = spread_by_gap(_pairs(list(short) + long, dist), 24)
+    assert [p.gap_seconds for p in kept] == [1.0, 51.0, 54.0]
 
 
 def test_spread_small_lists_unchanged_and_sorted():
@@ -233,10 +294,15 @@ def test_spread_small_lists_unchanged_and_sorted():
     assert spread_by_gap([]) == []
 
 
-def test_spread_equal_gaps_tie_break_by_j():
-    pairs = _pairs_with_gaps([2.0] * 10)
-    kept = spread_by_gap(pairs, 4)
-    assert [p.j for p in kept] == [1, 2, 3, 10]
+def test_spread_ties_break_by_gap_then_j():
+    # Benchmark 1.3 (was: [1, 2, 3, 10]): all ten gaps equal, span floored at 1e-8 s,
+    # so every pair is in bucket 0; the first (j = 1) is the shortest, the last
+    # (j = 10) the longest: two pairs.
+    assert [p.j for p in spread_by_gap(_pairs_with_gaps([2.0] * 10), 4)] == [1, 10]
+    # equal distances in a bucket: the shorter gap wins (then the smaller j)
+    gaps = [0.0, 4.0, 4.0, 5.0, 12.0, 1.0, 2.0]
+    kept = spread_by_gap(_pairs(gaps, [0.0, 0.02, 0.02, 0.02, 0.0, 0.0, 0.0]), 4)
+    assert [(p.gap_seconds, p.j) for p in kept] == [(0.0, 1), (4.0, 2), (12.0, 5)]
 
 
 # ---------------------------------------------------------------- planned pairs
@@ -358,18 +424,19 @@ def _brute_force_pairs(poses, fps, thr=0.15, factor=3.0, min_gap=1.0):
     rot = Rotation.from_matrix(poses[:, :3, :3])
 
     def dist(a, b):
-        trans = np.linalg.norm(t[a] - t[b]) / scale if scale > 1e-9 else 0.0
+        cut = 1e-6 * max(1.0, max(np.linalg.norm(t[k]) for k in range(n)))
+        trans = np.linalg.norm(t[a] - t[b]) / scale if scale > cut else 0.0
         return trans + np.degrees((rot[a].inv() * rot[b]).magnitude()) / 180.0
 
     d = np.array([[dist(a, b) for b in range(n)] for a in range(n)])
     out = []
     for j in range(n):
-        # Choose the nearest match by gap and distance alone (latest tie) ...
+        # Choose the nearest match by gap and distance alone (earliest tie) ...
         cands = [i for i in range(j) if (j - i) / fps >= min_gap and d[i, j] <= thr]
         if not cands:
             continue
         low = min(d[i, j] for i in cands)
-        i = max(i for i in cands if d[i, j] <= low + 1e-9)
+        i = min(i for i in cands if d[i, j] <= low + 1e-9)
         # ... then keep it only if the camera went far enough from i in between.
         if max(d[i, i + 1 : j], default=0.0) >= factor * thr:
             out.append((i, j))
@@ -390,13 +457,14 @@ def test_vectorised_rule_matches_brute_force(seed):
     assert sorted(_as_tuples(got), key=lambda t: t[1]) == expected
 
 
-@pytest.mark.parametrize(("offset_deg", "expected_i"), [(1e-8, 40), (1e-3, 0)])
-def test_near_ties_within_1e9_go_to_the_latest(offset_deg, expected_i):
-    # Out to 180 deg and back twice; the first return (frame 40) is offset_deg off the
-    # start view, the final frame (80) is exactly on it. 1e-8 deg is 5.6e-11 in
-    # distance: a tie, so the latest (40) wins; 1e-3 deg (5.6e-6) is not: frame 0 wins.
+@pytest.mark.parametrize(("offset_deg", "expected_i"), [(1e-8, 0), (1e-3, 40)])
+def test_near_ties_within_1e9_go_to_the_earliest(offset_deg, expected_i):
+    # Out to 180 deg and back twice; frame 0 is offset_deg off the view that the first
+    # return (frame 40) and the final frame (80) share exactly. 1e-8 deg is 5.6e-11 in
+    # distance: a tie, so the earliest (0) wins (benchmark 1.3; 1.2 took the latest);
+    # 1e-3 deg (5.6e-6) is not: frame 40 is strictly nearer.
     yaw = np.r_[_out_and_back(180.0, n_half=20), _out_and_back(180.0, n_half=20)[1:]]
-    yaw[40] = offset_deg
+    yaw[0] = offset_deg
     pairs = revisit_pairs(_track(yaw_deg=yaw), fps=10.0, max_pairs=NO_CAP)
     last = max(pairs, key=lambda p: p.j)
     assert (last.i, last.j) == (expected_i, 80)
@@ -406,3 +474,56 @@ def test_equal_rotations_have_exactly_zero_distance():
     poses = _track(yaw_deg=[33.3, 47.0, 33.3, 47.0])
     d = pose_distance_matrix(poses)
     assert d[0, 2] == 0.0 and d[1, 3] == 0.0 and np.all(np.diag(d) == 0.0)
+
+
+# ---------------------------------------------------------------- "no translation" cut-off
+
+
+@pytest.mark.parametrize(
+    ("dz", "expected"),
+    [(5e-7, 0.25), (9.9e-7, 0.25), (2e-6, 1.25), (1.0, 1.25)],
+)
+def test_translation_cutoff_at_unit_scale(dz, expected):
+    # Benchmark 1.3 (was: cut-off 1e-9 world units): a departure of at most
+    # 1e-6 * max(1, max |t|) = 1e-6 units is no translation, as the reference's 1e-6.
+    # 45 deg = 0.25; a real departure adds its whole normalised length, 1.
+    poses = _track(yaw_deg=[0.0, 45.0], positions=[[0.0, 0.0, 0.0], [0.0, 0.0, dz]])
+    assert pose_distance_matrix(poses)[0, 1] == pytest.approx(expected, abs=1e-6)
+
+
+def test_translation_cutoff_scales_with_the_coordinates():
+    # Far from the world origin (|t| ~ 1118 units) the cut-off is 1.1e-3 units: 5e-4
+    # of float round-off is ignored there (the reference's fixed 1e-6 would not), 5e-3
+    # is not. vidmem's choice: the cut-off is relative to the coordinates' scale.
+    from vidmem.metrics.pose_distance import translation_cutoff
+
+    far = np.array([1000.0, -500.0, 0.0])
+    assert translation_cutoff(far[None]) == pytest.approx(1e-6 * np.linalg.norm(far))
+    assert translation_cutoff(np.zeros((4, 3))) == 1e-6
+    for dz, expected in ((5e-4, 0.25), (5e-3, 1.25)):
+        poses = _track(yaw_deg=[0.0, 45.0], positions=[far, far + [0.0, 0.0, dz]])
+        assert pose_distance_matrix(poses)[0, 1] == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize(("origin", "jitter"), [((0.0, 0.0, 0.0), 1e-7), ((1e3, -5e2, 2e2), 1e-4)])
+def test_pure_yaw_loop_with_position_jitter_pairs_as_without(origin, jitter):
+    # A camera that only turns, with position noise from pose estimation or round-off:
+    # 1e-7 units at the origin (vidmem < 1.3 divided by the ~2e-7 departure, so the
+    # noise dominated every distance), 1e-4 units 1100 units away from it.
+    rng = np.random.default_rng(7)
+    yaw = _out_and_back(180.0)
+    clean = _track(yaw_deg=yaw, positions=np.tile(origin, (len(yaw), 1)))
+    noisy = _track(yaw_deg=yaw, positions=np.asarray(origin) + rng.uniform(-jitter, jitter, (len(yaw), 3)))
+    np.testing.assert_array_equal(pose_distance_matrix(noisy), pose_distance_matrix(clean))
+    pairs = revisit_pairs(noisy, fps=10.0, max_pairs=NO_CAP)
+    assert sorted(_as_tuples(pairs), key=lambda t: t[1]) == YAW_EXPECTED
+    assert return_gate(noisy) == return_gate(clean)
+
+
+def test_small_real_translation_is_kept():
+    # 1e-3 units of dolly at unit scale is 1000 x the cut-off: a real move, paired as
+    # the 10-unit dolly (the distance is scale-free).
+    z = _out_and_back(1e-3)
+    poses = _track(positions=np.c_[np.zeros_like(z), np.zeros_like(z), z])
+    pairs = revisit_pairs(poses, fps=10.0, max_pairs=NO_CAP)
+    assert sorted(_as_tuples(pairs), key=lambda t: t[1]) == YAW_EXPECTED

@@ -2,24 +2,38 @@
 
 For a revisit pair ``(a, b)`` (see :mod:`vidmem.metrics.revisit`),
 
-    fidelity = clamp(0.7 * (cos + 1) / 2 + 0.3 * ssim, 0, 1)
+    fidelity = clamp(0.7 * (cos + 1) / 2 + 0.3 * clamp(ssim, 0, 1), 0, 1)
 
 where ``cos`` is the cosine similarity of the two frames' image embeddings (DINOv2
 in the protocol; computed by a model backend, outside this pure module) and ``ssim``
 is the structural similarity of the two frames (:func:`ssim_pair`). The sample
-fidelity of a video is the mean over its pairs.
+fidelity of a video is the mean over its pairs. The card (PROTOCOLS.md section 2)
+gives the weights and the outer clamp; it is silent on what SSIM is computed on and
+on a negative SSIM, so both follow its reference implementation (WorldAtlas Arena
+``memory_loop``, whose SSIM helper clamps its mean to ``[0, 1]`` before weighting):
+a negative SSIM adds nothing rather than taking fidelity away.
 
 :func:`ssim_pair` is implemented here with :mod:`scipy.ndimage` so that this layer
-needs only numpy and scipy. It follows Wang et al. (2004) as scikit-image does with
-``gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=255``:
+needs only numpy and scipy. It follows Wang et al. (2004) the way the reference
+computes it:
 
-* frames are turned into luma ``Y = 0.299 R + 0.587 G + 0.114 B`` (ITU-R BT.601,
-  float64 in ``[0, 255]``, not rounded);
+* each RGB channel is compared on its own (float64 in ``[0, 255]``) and the three
+  channel SSIMs are averaged, so a change of hue at equal brightness counts (a
+  ``(H, W)`` frame is one grey channel);
 * local means, variances and covariance use a Gaussian window with ``sigma = 1.5``
-  px truncated at ``3.5 sigma`` (an 11 x 11 window), population (not sample)
-  statistics, ``K1 = 0.01``, ``K2 = 0.03``, ``L = 255``;
-* the SSIM map is averaged over the pixels at least 5 px from every border (where
-  the window lies wholly inside the frame), so frames must be at least 11 x 11.
+  px truncated at ``3.5 sigma`` (an 11 x 11 window, the same normalised taps as
+  OpenCV's ``GaussianBlur((11, 11), 1.5)``), population (not sample) statistics,
+  ``K1 = 0.01``, ``K2 = 0.03``, ``L = 255``;
+* the SSIM map is averaged over **every** pixel, the window mirrored at the borders
+  without repeating the edge pixel (``scipy.ndimage`` mode ``"mirror"``, OpenCV's
+  default ``BORDER_REFLECT_101``), as the reference does.
+
+On the pixels at least 5 px from every border the map equals scikit-image's
+``structural_similarity(channel_axis=-1, gaussian_weights=True, sigma=1.5,
+use_sample_covariance=False, data_range=255)``, which averages only those pixels;
+the full-map mean differs from it by the border rows and columns. The reference runs
+its filters in float32; this module uses float64, so the two agree to about ``1e-5``.
+Frames must be at least 11 x 11 (vidmem's check).
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ __all__ = [
     "SSIM_WEIGHT",
     "SSIM_WIN_SIZE",
     "pair_fidelity",
+    "per_channel_ssim_maps",
     "rgb_to_luma",
     "sample_fidelity",
     "ssim_pair",
@@ -53,6 +68,8 @@ SSIM_TRUNCATE = 3.5
 SSIM_WIN_SIZE = 2 * int(SSIM_TRUNCATE * SSIM_SIGMA + 0.5) + 1
 SSIM_K1 = 0.01
 SSIM_K2 = 0.03
+#: Border handling of the Gaussian window (OpenCV's BORDER_REFLECT_101).
+SSIM_BORDER_MODE = "mirror"
 _DATA_RANGE = 255.0
 _LUMA = np.array([0.299, 0.587, 0.114])
 #: Round-off allowed beyond [-1, 1] (cosine, SSIM) and [0, 1] (fidelities).
@@ -92,9 +109,11 @@ def _in_range(arr: np.ndarray, lo: float, hi: float, name: str, where: str) -> N
 
 
 def pair_fidelity(cosine: object, ssim: object) -> float | np.ndarray:
-    """Revisit fidelity ``clamp(0.7 * (cosine + 1) / 2 + 0.3 * ssim, 0, 1)``.
+    """Revisit fidelity ``clamp(0.7 * (cosine + 1) / 2 + 0.3 * clamp(ssim, 0, 1), 0, 1)``.
 
-    Vectorised: ``cosine`` and ``ssim`` broadcast against each other.
+    Vectorised: ``cosine`` and ``ssim`` broadcast against each other. A negative SSIM
+    counts as 0, as in the protocol's reference implementation (see the module
+    docstring).
 
     Args:
         cosine: Cosine similarity of the two frames' embeddings, in ``[-1, 1]``
@@ -112,8 +131,8 @@ def pair_fidelity(cosine: object, ssim: object) -> float | np.ndarray:
     Example:
         >>> pair_fidelity(1.0, 1.0), pair_fidelity(-1.0, 0.0), pair_fidelity(0.0, 0.5)
         (1.0, 0.0, 0.5)
-        >>> pair_fidelity([0.0, 1.0], -0.5).tolist()  # 0.35 - 0.15, then 0.7 - 0.15
-        [0.2, 0.55]
+        >>> pair_fidelity([0.0, 1.0], -0.5).tolist()  # SSIM -0.5 counts as 0
+        [0.35, 0.7]
     """
     where = "pair_fidelity"
     c = _real_array(cosine, "cosine", where)
@@ -127,7 +146,7 @@ def pair_fidelity(cosine: object, ssim: object) -> float | np.ndarray:
             f"{where}: cosine shape {c.shape} and ssim shape {s.shape} do not broadcast",
             hint="pass one cosine and one SSIM per pair",
         ) from exc
-    out = np.clip(COSINE_WEIGHT * (c + 1.0) / 2.0 + SSIM_WEIGHT * s, 0.0, 1.0)
+    out = np.clip(COSINE_WEIGHT * (c + 1.0) / 2.0 + SSIM_WEIGHT * np.clip(s, 0.0, 1.0), 0.0, 1.0)
     return float(out) if out.ndim == 0 else out
 
 
@@ -181,6 +200,9 @@ def _check_frame(x: object, name: str, where: str) -> np.ndarray:
 def rgb_to_luma(frame: np.ndarray) -> np.ndarray:
     """BT.601 luma of a uint8 RGB frame, ``0.299 R + 0.587 G + 0.114 B``.
 
+    Not used by :func:`ssim_pair`, which compares the RGB channels one by one
+    (benchmark version 1.3; earlier versions compared luma).
+
     Args:
         frame: uint8 array, shape ``(H, W, 3)`` RGB; a ``(H, W)`` frame is taken as
             already grey.
@@ -203,8 +225,74 @@ def rgb_to_luma(frame: np.ndarray) -> np.ndarray:
     return arr.astype(np.float64) @ _LUMA
 
 
+def _checked_pair(a: object, b: object, where: str) -> tuple[np.ndarray, np.ndarray]:
+    fa = _check_frame(a, "a", where)
+    fb = _check_frame(b, "b", where)
+    if fa.shape != fb.shape:
+        raise UserInputError(
+            f"{where}: frames differ in shape, a is {fa.shape} and b is {fb.shape}",
+            hint="resize one frame to the other's size before comparing",
+        )
+    if min(fa.shape[:2]) < SSIM_WIN_SIZE:
+        raise UserInputError(
+            f"{where}: frames of {fa.shape[0]}x{fa.shape[1]} px are smaller than the "
+            f"{SSIM_WIN_SIZE}x{SSIM_WIN_SIZE} SSIM window",
+            hint="compare frames at least 11 px on each side",
+        )
+    return fa, fb
+
+
+def _channel_map(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """SSIM map of one channel pair (float64 ``(H, W)`` in ``[0, 255]``)."""
+    # Five local statistics in one filter pass; sigma 0 on the stacking axis.
+    stats = ndimage.gaussian_filter(
+        np.stack([x, y, x * x, y * y, x * y]),
+        sigma=(0.0, SSIM_SIGMA, SSIM_SIGMA),
+        mode=SSIM_BORDER_MODE,
+        truncate=SSIM_TRUNCATE,
+    )
+    ux, uy, uxx, uyy, uxy = stats
+    vx = uxx - ux * ux
+    vy = uyy - uy * uy
+    vxy = uxy - ux * uy
+    c1 = (SSIM_K1 * _DATA_RANGE) ** 2
+    c2 = (SSIM_K2 * _DATA_RANGE) ** 2
+    return ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
+
+
+def per_channel_ssim_maps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The SSIM map of every channel of two frames (see the module docstring).
+
+    Args:
+        a: uint8 RGB frame, shape ``(H, W, 3)`` (or ``(H, W)`` grey), ``H, W >= 11``.
+        b: uint8 frame of the same shape as ``a``.
+
+    Returns:
+        float64 array of shape ``(C, H, W)`` (``C = 3`` for RGB, 1 for grey), values
+        in ``[-1, 1]``; :func:`ssim_pair` is its mean.
+
+    Raises:
+        UserInputError: as :func:`ssim_pair`.
+    """
+    return _maps(a, b, "per_channel_ssim_maps")
+
+
+def _maps(a: object, b: object, where: str) -> np.ndarray:
+    fa, fb = _checked_pair(a, b, where)
+    if fa.ndim == 2:
+        fa, fb = fa[..., None], fb[..., None]
+    # One channel at a time keeps the filter's temporaries at 5 frames of float64.
+    return np.stack([
+        _channel_map(fa[..., k].astype(np.float64), fb[..., k].astype(np.float64))
+        for k in range(fa.shape[2])
+    ])
+
+
 def ssim_pair(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean SSIM of two frames on their luma (Gaussian window, see the module docstring).
+    """Mean SSIM of two frames, averaged over the RGB channels and every pixel.
+
+    The per-channel Gaussian-window SSIM of the module docstring (the protocol's
+    reference computation); :func:`pair_fidelity` clamps it at 0 when weighting.
 
     Args:
         a: uint8 RGB frame, shape ``(H, W, 3)`` (or ``(H, W)`` grey), ``H, W >= 11``.
@@ -226,36 +314,7 @@ def ssim_pair(a: np.ndarray, b: np.ndarray) -> float:
         >>> round(ssim_pair(a, 255 - a), 3) < 0
         True
     """
-    where = "ssim_pair"
-    fa = _check_frame(a, "a", where)
-    fb = _check_frame(b, "b", where)
-    if fa.shape != fb.shape:
-        raise UserInputError(
-            f"{where}: frames differ in shape, a is {fa.shape} and b is {fb.shape}",
-            hint="resize one frame to the other's size before comparing",
-        )
-    if min(fa.shape[:2]) < SSIM_WIN_SIZE:
-        raise UserInputError(
-            f"{where}: frames of {fa.shape[0]}x{fa.shape[1]} px are smaller than the "
-            f"{SSIM_WIN_SIZE}x{SSIM_WIN_SIZE} SSIM window",
-            hint="compare frames at least 11 px on each side",
-        )
-    x = rgb_to_luma(fa)
-    y = rgb_to_luma(fb)
-    # Five local statistics in one filter pass; sigma 0 on the stacking axis.
-    stats = ndimage.gaussian_filter(
-        np.stack([x, y, x * x, y * y, x * y]),
-        sigma=(0.0, SSIM_SIGMA, SSIM_SIGMA),
-        mode="reflect",
-        truncate=SSIM_TRUNCATE,
-    )
-    ux, uy, uxx, uyy, uxy = stats
-    vx = uxx - ux * ux
-    vy = uyy - uy * uy
-    vxy = uxy - ux * uy
-    c1 = (SSIM_K1 * _DATA_RANGE) ** 2
-    c2 = (SSIM_K2 * _DATA_RANGE) ** 2
-    ssim_map = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
-    pad = (SSIM_WIN_SIZE - 1) // 2
-    value = float(ssim_map[pad:-pad, pad:-pad].mean(dtype=np.float64))
+    maps = _maps(a, b, "ssim_pair")
+    # Channel means first, then their mean, as the reference averages channel SSIMs.
+    value = float(np.mean([m.mean(dtype=np.float64) for m in maps]))
     return min(max(value, -1.0), 1.0)

@@ -16,12 +16,14 @@ import numpy as np
 from vidmem.errors import UserInputError
 from vidmem.values import is_number_like
 
-__all__ = ["DEFAULT_ROTATION_WEIGHT", "pose_distance_matrix"]
+__all__ = ["DEFAULT_ROTATION_WEIGHT", "pose_distance_matrix", "translation_cutoff"]
 
 DEFAULT_ROTATION_WEIGHT = 1.0
 
-#: Below this largest departure (world units) the translation term is 0.
-TRANSLATION_EPS = 1e-9
+#: "No translation" cut-off, relative: the translation term is 0 when the largest
+#: departure from frame 0 is at most this fraction of the track's coordinate scale
+#: ``max(1, max_k |t_k|)`` world units (see :func:`translation_cutoff`).
+TRANSLATION_REL_EPS = 1e-6
 #: Largest allowed |R^T R - I| entry and |det R - 1| for a rotation block.
 _ORTHO_TOL = 1e-3
 #: Distance-matrix entries computed per block.
@@ -81,13 +83,42 @@ def check_positive(value: object, name: str, where: str, *, allow_zero: bool = F
 # --------------------------------------------------------------------- distances
 
 
+def translation_cutoff(positions: np.ndarray) -> float:
+    """Largest departure from frame 0 (world units) that still counts as "no translation".
+
+    ``1e-6 * max(1, max_k |t_k|)``: one part in a million of the track's coordinate
+    scale, and never less than the protocol reference's fixed ``1e-6`` world units. A
+    camera that only turns still shows position jitter from pose estimation or float
+    round-off (``1e-7`` units at the origin, about ``6e-8 * |t|`` for float32 poses
+    far from it); dividing by a departure of that size would let the jitter dominate
+    every distance. Below the cut-off the distance is rotation only, as in the
+    reference (which uses the absolute ``1e-6`` alone; vidmem scales it with the
+    coordinates so that a track far from its world origin is treated alike).
+
+    Args:
+        positions: Camera centres, shape ``(N, 3)``, world units.
+
+    Returns:
+        The cut-off in world units (``>= 1e-6``).
+
+    Example:
+        >>> translation_cutoff(np.zeros((3, 3)))
+        1e-06
+        >>> translation_cutoff(np.array([[1000.0, 0.0, 0.0]]))
+        0.001
+    """
+    size = float(np.linalg.norm(positions, axis=1).max()) if len(positions) else 0.0
+    return TRANSLATION_REL_EPS * max(1.0, size)
+
+
 class PoseTrack:
     """Pose features for fast distance rows: scaled positions and flat rotations."""
 
     def __init__(self, poses: np.ndarray, rotation_weight: float) -> None:
         t = poses[:, :3, 3]
         scale = float(np.linalg.norm(t - t[0], axis=1).max()) if len(t) else 0.0
-        self.pos = (t - t[0]) / scale if scale > TRANSLATION_EPS else np.zeros_like(t)
+        moved = len(t) > 0 and scale > translation_cutoff(t)
+        self.pos = (t - t[0]) / scale if moved else np.zeros_like(t)
         self.rot = poses[:, :3, :3].reshape(-1, 9)
         self.w = rotation_weight
 
@@ -115,7 +146,8 @@ def pose_distance_matrix(
     """All pairwise pose distances of a camera track.
 
     ``d(i, j) = |t_i - t_j| / L + rotation_weight * angle_deg(R_i, R_j) / 180`` with
-    ``L`` the largest departure from frame 0 (translation term 0 when ``L <= 1e-9``).
+    ``L`` the largest departure from frame 0 (translation term 0 when ``L`` is at most
+    :func:`translation_cutoff`, ``1e-6 * max(1, max_k |t_k|)`` world units).
 
     Args:
         poses: Camera-to-world matrices, shape ``(N, 4, 4)``, rigid (rotation block

@@ -13,8 +13,10 @@ frames ``i`` and ``j`` is
     d(i, j) = |t_i - t_j| / L  +  rotation_weight * angle(R_i, R_j) / 180
 
 where ``t`` is the camera position, ``L = max_k |t_k - t_0|`` is the trajectory's
-largest departure from its first frame (when ``L <= 1e-9`` world units the camera
-did not move and the translation term is 0), and ``angle`` is the geodesic angle
+largest departure from its first frame (when ``L`` is at most
+``1e-6 * max(1, max_k |t_k|)`` world units, :func:`~vidmem.metrics.pose_distance.translation_cutoff`,
+the camera only turned, its position jitter is ignored and the translation term is
+0), and ``angle`` is the geodesic angle
 between the two rotations in degrees. ``d`` is unitless: 1.0 is "as far as the
 camera ever went from the start" or a 180 degree turn.
 
@@ -26,8 +28,11 @@ later frame ``j`` when both hold:
 
 ``j`` is paired with the candidate *nearest in pose*. Ties (distances within ``1e-9``
 of the smallest, as for a camera that pauses or passes the same view twice) go to the
-**latest** candidate, the most recent time the view was seen, so that a pause never
-lengthens a gap. The pair is then **kept only if** the excursion holds:
+**earliest** candidate, the first time the view was seen, as in the protocol's
+reference implementation (WorldAtlas Arena ``memory_loop``, which takes the first
+minimum); a camera that rests on a view after coming back to it therefore pairs
+every resting frame with the first sighting, at growing gaps. The pair is then
+**kept only if** the excursion holds:
 
 * **excursion**: some frame strictly between ``i`` and ``j`` is at least
   ``excursion_factor * threshold`` [3 x 0.15 = 0.45] away from ``i``, i.e. the camera
@@ -46,8 +51,9 @@ every kept pair is the best view match there is. Threshold comparisons allow
 ``1e-9`` of float round-off (a 27 degree turn is "within 0.15"). Each ``j`` has at
 most one pair; one ``i`` may serve several ``j``.
 
-Cap: at most ``max_pairs`` [24] pairs are kept, spread over gap lengths by
-:func:`spread_by_gap`.
+Cap: at most ``max_pairs`` [24] pairs are kept, the nearest in pose of each of
+``max_pairs`` equal-width gap buckets (shortest and longest gap always kept), by
+:func:`spread_by_gap`; fewer remain when some buckets are empty.
 
 The pairing is vectorised over blocks of rows of the distance matrix (float64, about
 ``2**18`` entries at a time), so a 2000-frame track needs tens of MB, not the full

@@ -22,8 +22,10 @@ __all__ = ["DEFAULT_MAX_PAIRS", "RevisitPair", "spread_by_gap"]
 
 DEFAULT_MAX_PAIRS = 24
 
-#: Round-off allowed in the threshold and gap comparisons.
+#: Round-off allowed in the threshold, gap and nearest-pose comparisons.
 CMP_EPS = 1e-9
+#: Smallest gap span (s) of the bucket cap, as in the reference (all gaps equal).
+GAP_SPAN_FLOOR = 1e-8
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,13 @@ def _find_pairs(
     # Read through the module: one block size governs this search and
     # pose_distance_matrix, and a test can shrink it for both at once.
     step = max(1, pose_distance.BLOCK_ENTRIES // n)
-    for r0 in range(0, n, step):
+    # Blocks of rows (earlier frames i) are visited from the last to the first, so a
+    # block's rows are earlier than every row seen before it: the earliest of its rows
+    # that ties with the smallest candidate distance so far (if any) becomes the pair.
+    # When this block lowers the minimum, the row that does so ties with it, so a stale
+    # later choice never survives; the result is the earliest row within CMP_EPS of
+    # the column's smallest candidate distance.
+    for r0 in reversed(range(0, n, step)):
         r1 = min(n, r0 + step)
         rows = np.arange(r0, r1)
         d = track.rows(r0, r1)  # (B, n)
@@ -96,18 +104,14 @@ def _find_pairs(
         # Candidates: gap and match only; the excursion is checked on the chosen pair.
         ok = later & (gap_s >= min_gap_seconds - CMP_EPS) & (d <= max_d)
         dc = np.where(ok, d, np.inf)
-        # Smallest candidate distance so far per column; the rows of this block that
-        # tie with it are later than every earlier block's, so the latest of them (if
-        # any) becomes the pair. When this block lowers the minimum, the row that does
-        # so ties with it, so a stale earlier choice never survives.
         low = np.minimum(low, dc.min(axis=0))
         tie = ok & (dc <= low[None, :] + CMP_EPS)
         hit = tie.any(axis=0)
-        last = (r1 - r0 - 1) - np.argmax(tie[::-1], axis=0)
+        first = np.argmax(tie, axis=0)
         cj = cols[hit]
-        best_i[cj] = r0 + last[hit]
-        best_d[cj] = d[last[hit], cj]
-        best_e[cj] = exc[last[hit], cj]
+        best_i[cj] = r0 + first[hit]
+        best_d[cj] = d[first[hit], cj]
+        best_e[cj] = exc[first[hit], cj]
     # Keep a pair only if the camera left the view of its nearest match in between.
     js = np.flatnonzero((best_i >= 0) & (best_e >= need_exc))
     return [
@@ -125,18 +129,20 @@ def _find_pairs(
 def spread_by_gap(
     pairs: Sequence[RevisitPair], max_pairs: int = DEFAULT_MAX_PAIRS
 ) -> list[RevisitPair]:
-    """Keep at most ``max_pairs`` pairs spread evenly over gap lengths.
+    """Keep at most ``max_pairs`` pairs spread over gap lengths: one per gap bucket.
 
-    Rule: sort by ``(gap_seconds, j)``. If there are at most ``max_pairs``, keep all.
-    Otherwise always keep the shortest (``lo``) and the longest (``hi``) and fill the
-    other ``max_pairs - 2`` places from the target gaps
-    ``lo + (hi - lo) * k / (max_pairs - 1)``, ``k = 1 .. max_pairs - 2``: with the two
-    ends these are ``max_pairs`` evenly spaced gaps, the centres of ``max_pairs``
-    equal-width buckets. In order of increasing target, each takes the not-yet-kept
-    pair whose gap is closest to it (ties: the shorter gap, then the smaller ``j``).
-    Equal-width (not quantile) targets cover the whole gap range, which is what the
-    half-life fit needs, instead of crowding where pairs are dense; where the range
-    has holes, a target takes the nearest pair left, so exactly ``max_pairs`` are kept.
+    Rule (the protocol's reference implementation, WorldAtlas Arena ``memory_loop``):
+    sort by ``(gap_seconds, j)``. If there are at most ``max_pairs``, keep all.
+    Otherwise cut ``[lo, hi]`` (the shortest and the longest gap) into ``max_pairs``
+    equal-width buckets; a pair with gap ``g`` falls in bucket
+    ``min(int((g - lo) / span * max_pairs), max_pairs - 1)`` with
+    ``span = max(hi - lo, 1e-8)`` s (so the longest gap is in the last bucket). Each
+    non-empty bucket keeps its **nearest pair in pose** (smallest ``distance``; ties
+    within ``1e-9``: the first in ``(gap_seconds, j)`` order). Then the first bucket
+    keeps the shortest-gap pair (the first in that order) and the last bucket the
+    longest-gap pair (the last in that order) instead, so both ends of the gap range
+    always stay. Empty buckets keep nothing, so fewer than ``max_pairs`` pairs remain
+    when the gaps have holes.
 
     Args:
         pairs: Revisit pairs, any order.
@@ -149,23 +155,26 @@ def spread_by_gap(
         UserInputError: if ``max_pairs`` is not an int ``>= 2``.
 
     Example:
-        >>> ps = [RevisitPair(0, 10 * g, float(g), 0.0, 0.5) for g in range(1, 11)]
-        >>> [p.gap_seconds for p in spread_by_gap(ps, 4)]
-        [1.0, 4.0, 7.0, 10.0]
+        >>> ps = [RevisitPair(0, 10 * g, float(g), 0.01 * ((g + 1) % 3), 0.5) for g in range(13)]
+        >>> [p.gap_seconds for p in spread_by_gap(ps, 4)]  # buckets of 3 s: 0-3, 3-6, ...
+        [0.0, 5.0, 8.0, 12.0]
     """
     cap = _check_max_pairs(max_pairs, "spread_by_gap")
     ordered = sorted(pairs, key=lambda p: (p.gap_seconds, p.j))
     if len(ordered) <= cap:
         return ordered
-    gaps = np.array([p.gap_seconds for p in ordered])
-    used = np.zeros(len(ordered), dtype=bool)
-    used[0] = used[-1] = True
-    lo, hi = gaps[0], gaps[-1]
-    for k in range(1, cap - 1):
-        target = lo + (hi - lo) * k / (cap - 1)
-        dist = np.where(used, np.inf, np.abs(gaps - target))
-        used[int(np.argmin(dist))] = True  # first minimum: shorter gap, then smaller j
-    return [p for p, keep in zip(ordered, used, strict=True) if keep]
+    lo, hi = ordered[0].gap_seconds, ordered[-1].gap_seconds
+    span = max(hi - lo, GAP_SPAN_FLOOR)
+    buckets: dict[int, list[int]] = {}
+    for k, p in enumerate(ordered):
+        buckets.setdefault(min(int((p.gap_seconds - lo) / span * cap), cap - 1), []).append(k)
+    kept: dict[int, int] = {}
+    for b, members in buckets.items():
+        low = min(ordered[k].distance for k in members)
+        kept[b] = next(k for k in members if ordered[k].distance <= low + CMP_EPS)
+    kept[0] = 0
+    kept[cap - 1] = len(ordered) - 1
+    return [ordered[k] for k in sorted(kept.values())]
 
 
 def checked_pairs(

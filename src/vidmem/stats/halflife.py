@@ -28,18 +28,26 @@ How the fit is done (all choices are written here so a result can be reproduced)
   starting points for a Levenberg-Marquardt fit of all three parameters
   (:func:`scipy.optimize.least_squares`, ``method="lm"``); the converged fit with the
   smallest error wins.
-* **Identifiable range.** ``k = tau / span`` must lie in ``[|min(s)| / 700, 1e4]``.
-  Below, the exponential would pass ``e^700`` at the smallest gap (the decay is
-  faster than the gaps can resolve); above, the curve is a straight line over the
-  observed gaps and ``tau`` is not determined. A fit outside that range fails the
-  ``tau`` check.
+* **Identifiable range** (a vidmem check, beyond the card). ``k = tau / span`` must
+  lie in ``[|min(s)| / 700, 1e4]``. Below, the exponential would pass ``e^700`` at
+  the smallest gap (the decay is faster than the gaps can resolve); above, the curve
+  is a straight line over the observed gaps and ``tau`` is not determined. A fit
+  outside that range fails the ``tau`` check. When no start converges, the profile
+  error is scanned over the range (256 log-spaced decay times): if it is smallest
+  at the upper end (a near-linear decline such as ``f = 0.9 - 0.005 dt``, where the
+  optimiser chases an ever longer ``tau``), the reason is ``tau: the fit runs past
+  the identifiable range ...``; at the lower end, ``tau: the fit runs below ...``;
+  only a failure with the minimum inside the range is reported as ``converged``.
+  (The protocol's reference implementation fits differently, sweeping the offset
+  ``b`` and fitting ``log(f - b)`` by a line, and drops fits with ``tau`` over 10
+  gap spans; vidmem keeps its own fit and range.)
 * **Amplitude overflow.** ``a`` is reported at ``dt = 0`` when that is a finite
   float64 (checked in the log domain, never computed as ``inf``). When ``a * e^(mean/tau)``
   would overflow, ``a`` is the amplitude at the mean gap instead; ``a_reference_gap``
   always says which, so ``f(dt) = a * exp(-(dt - a_reference_gap) / tau) + b`` holds in
   both cases, and ``a_note`` explains.
-* **Three distinct gaps.** The protocol asks for more than one distinct gap; this
-  module asks for at least three, because with two the curve passes through both
+* **Three distinct gaps** (a vidmem check). The protocol asks for more than one
+  distinct gap; this module asks for at least three, because with two the curve passes through both
   group means for *every* ``tau`` and the fit would report an arbitrary decay time.
 * **No decay.** Decay needs ``a > 0``. When fidelity rises with the gap the fit has
   ``a <= 0``; that is "no measurable decay" and the result is ``not_applicable``.
@@ -90,8 +98,8 @@ CHECKS = (
     "non_negative_gaps",  # no gap below 0 s
     "distinct_gaps",  # at least 3 distinct gaps (protocol: > 1; see the module notes)
     "fidelity_range",  # max - min fidelity >= min_fidelity_range (and > 0)
-    "converged",  # the least-squares fit converged
-    "tau",  # tau finite, > 0 and inside the identifiable range
+    "converged",  # the least-squares fit converged (minimum inside the identifiable range)
+    "tau",  # tau finite, > 0 and inside the identifiable range (also: fit runs past it)
     "r2",  # R^2 finite and >= min_r2
     "decay",  # a > 0: fidelity falls with the gap
 )

@@ -29,6 +29,8 @@ _MAX_EXPONENT = 700.0  # exp(700) ~ 1e304 still fits in float64
 _K_MAX = 1e4  # largest identifiable tau / span
 _RAIL = 1e-6  # relative distance to a range edge that counts as "on the edge"
 _TOL = 1e-15  # LM tolerances (must stay above machine epsilon)
+_N_EDGE_GRID = 256  # decay times profiled over the identifiable range after a failed fit
+_EDGE_TOL = 1e-12  # profile SSE within this fraction of the total SS counts as the minimum
 
 
 def _profile(s: np.ndarray, v: np.ndarray, ks: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -104,6 +106,28 @@ def _fit_normalised(
     return best
 
 
+def _profile_edge(s: np.ndarray, v: np.ndarray, k_min: float) -> str | None:
+    """Where the profile SSE is smallest over the identifiable range, after a failed fit.
+
+    Returns ``"upper"`` when the error keeps falling up to ``k = _K_MAX`` (the data lie
+    on a straight line over these gaps: the best decay time is longer than any the gaps
+    can identify), ``"lower"`` when it is smallest at ``k_min`` (a step: faster than
+    the gaps resolve), and ``None`` when the minimum is inside the range (the optimiser
+    failed on a curve that has a decay time).
+    """
+    ks = np.geomspace(k_min, _K_MAX, _N_EDGE_GRID)
+    _, _, sse = _profile(s, v, ks)
+    if not np.all(np.isfinite(sse)):
+        return None
+    tol = _EDGE_TOL * max(float(np.sum((v - v.mean()) ** 2)), 1e-300)
+    best = float(sse.min())
+    if sse[-1] <= best + tol:
+        return "upper"
+    if sse[0] <= best + tol:
+        return "lower"
+    return None
+
+
 def _fit_stage(
     x: np.ndarray,
     y: np.ndarray,
@@ -137,10 +161,25 @@ def _fit_stage(
     k_hi = 10.0
     fit = _fit_normalised(s, v, min(k_lo, k_hi), k_hi)
     if fit is None:
+        edge = _profile_edge(s, v, k_min)
+        if edge == "upper":
+            return result(
+                "tau",
+                f"the fit runs past the identifiable range: its error keeps falling as tau "
+                f"grows beyond {_K_MAX * span:.3g} s ({_K_MAX:g} x the {span:.6g} s gap span), "
+                "so over these gaps fidelity follows a straight line and tau is not "
+                "determined (the least-squares fit diverges towards an infinite tau)",
+            )
+        if edge == "lower":
+            return result(
+                "tau",
+                f"the fit runs below the identifiable range: its error is smallest at tau = "
+                f"{k_min * span:.3g} s, a step faster than these gaps can resolve",
+            )
         return result(
             "converged",
-            "no start of the least-squares fit converged (the decay may be faster or "
-            "slower than these gaps can resolve)",
+            "no start of the least-squares fit converged, although the fit error has its "
+            "minimum inside the identifiable range of tau",
         )
     a_n, b_n, k, sse_n = fit
 

@@ -12,7 +12,9 @@ Follows ``PROTOCOLS.md`` section 2 (seed 002):
    fps (:func:`vidmem.io.video.probe`).
 2. **Revisit fidelity** of a pair: :func:`vidmem.metrics.fidelity.pair_fidelity` of the
    cosine of the two frames' image embeddings and their SSIM
-   (:func:`~vidmem.metrics.fidelity.ssim_pair`); only the paired frames are decoded.
+   (:func:`~vidmem.metrics.fidelity.ssim_pair`: per RGB channel, averaged over the
+   whole map, as the protocol's reference; it enters the fidelity clamped at 0, the
+   row keeps the raw value); only the paired frames are decoded.
    Sample fidelity = mean over pairs. The return gate
    (:func:`~vidmem.metrics.revisit.return_gate`, measured poses only) is a diagnostic,
    never averaged in.
