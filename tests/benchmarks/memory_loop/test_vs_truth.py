@@ -14,8 +14,13 @@ What is checked, and why these settings:
   official half-life (nothing decays along the gaps).
 * The median official ``t_half`` ranks the three decay settings and lands within a
   factor 3 of the truth ``TAU ln 2``. Measured with
-  ``python benchmarks/bench_memory_loop.py --images 2 --seed S`` for build seeds 0-7:
-  the ranking held for all eight, and the ratio to the truth stayed within 0.83-2.4.
+  ``python benchmarks/bench_memory_loop.py --images 2 --seed S`` for build seeds 0-7
+  on benchmark 1.3 (the reference's per-channel SSIM, earliest tie and bucket cap):
+  the ranking held for all eight; the ratio to the truth spans 0.73-3.97 and is
+  outside the factor 3 for build seed 4 (decay:5 13.8 s from 2 official fits,
+  decay:45 119.8 s), so the factor-3 bound holds for the asserted build seed 0
+  (ratios 2.73, 1.33, 1.65 for TAU 5, 15, 45) but not for every seed. Benchmark 1.2
+  (luma SSIM, latest tie, target-gap cap) stayed within 0.83-2.4 on the same seeds.
   It is a factor and not a match because the offline similarity is not linear in the
   remembered share (its colour part goes like ``sqrt(f)``, its SSIM part faster than
   ``f``) and the three-parameter fit trades the floor against tau over gaps that
@@ -37,9 +42,9 @@ from scipy.stats import spearmanr
 from vidmem.benchmarks.memory_loop import BENCHMARK as bench
 from vidmem.benchmarks.memory_loop.data import generation_requests, load_memory_loop
 from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
+from vidmem.generators.sim import SimGenerator
 from vidmem.runners import benchmark_run as runner
 from vidmem.runners.sim_build import build
-from vidmem.generators.sim import SimGenerator
 
 SECONDS, FPS, W, H = 60.0, 4.0, 160, 90
 TAUS = (5, 15, 45)
@@ -126,7 +131,8 @@ def test_half_life_ranks_decay_and_lands_near_the_truth(runs):
     for tau, t_half in est.items():
         assert 1 / 3 <= t_half / (tau * np.log(2)) <= 3.0, (tau, t_half)
     # The diagnostic median that leaves out extrapolated fits ranks them too (it leans
-    # short for long half-lives: 0.34-0.79x the truth for TAU 45 over build seeds 0-7).
+    # short for long half-lives: 0.34-0.79x the truth for TAU 45 over build seeds 0-7 on
+    # benchmark 1.2; on 1.3, 0.54x and 1.02x for build seeds 0 and 1).
     hl = {tau: runs[f"decay:{tau}"][0]["overall"]["half_life"] for tau in TAUS}
     inside = {tau: h["median_t_half_not_beyond_gaps_seconds"] for tau, h in hl.items()}
     print("median t_half not beyond the gaps (s):", inside)
