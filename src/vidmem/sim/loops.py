@@ -105,8 +105,8 @@ def revisit_schedule(
     """For every frame, the earlier frame it revisits (the sim's own pairing).
 
     Frame ``j`` is matched to the earlier frame ``i`` nearest in pose among those at
-    least ``min_gap_seconds`` older with ``d(i, j) <= radius`` (ties: the most
-    recent), and revisits it only if the camera went at least ``departure`` away from
+    least ``min_gap_seconds`` older with ``d(i, j) <= radius`` (ties: the earliest,
+    as in the benchmark's reference rule), and revisits it only if the camera went at least ``departure`` away from
     pose ``i`` somewhere between them; otherwise ``j`` revisits nothing (no farther
     frame is tried). This is
     :func:`vidmem.metrics.revisit.revisit_pairs` with ``threshold=radius``,
