@@ -129,6 +129,16 @@ def _refuse_backend_conflicts(
         )
 
 
+def _make_dirs(path: Path, root: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"{root}: cannot create the run directory ({exc})",
+            hint="check the --out path and its permissions",
+        ) from None
+
+
 class RunDir:
     """A run directory: ``run.json``, ``items.sqlite``, ``scores.jsonl``, ``report/``.
 
@@ -210,13 +220,7 @@ class RunDir:
                 f"{root}: expected a run directory, found a file",
                 hint="choose a new --out directory",
             )
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"{root}: cannot create the run directory ({exc})",
-                hint="check the --out path and its permissions",
-            ) from None
+        _make_dirs(root, root)
         release = run_lock.acquire(root)
         try:
             run = cls._create_locked(root, manifest, resume=resume, overwrite=overwrite)
@@ -281,13 +285,7 @@ class RunDir:
                     hint="choose a new --out directory, or pass --overwrite (only files "
                     "vidmem writes are replaced)",
                 )
-        try:
-            (root / REPORT_DIR).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"{root}: cannot create the run directory ({exc})",
-                hint="check the --out path and its permissions",
-            ) from None
+        _make_dirs(root / REPORT_DIR, root)
         run = cls(
             root,
             manifest.model_copy(update={"status": "running", "finished_at": None, "counts": {}}),
