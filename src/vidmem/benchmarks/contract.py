@@ -197,7 +197,9 @@ class ScoreItem:
         item_id: the dataset item it scores (a CMBench task id, a loop case id).
         request: everything :meth:`Benchmark.score_item` needs (paths, file hashes,
             scorer settings, weights fingerprints); its content is the store key, so an
-            unchanged item is never scored twice.
+            unchanged item is never scored twice. It holds the scorer configuration's
+            ``to_dict()`` under ``"scorer"``: that is how a worker process loads (once)
+            the backends it scores with.
         unkeyed: request fields left out of that key: file paths whose content hash
             the request also carries (a moved run or dataset is still served from the
             store).

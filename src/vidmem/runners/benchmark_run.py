@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 #: contract and only calls its methods, so it names the type without importing it.
 Benchmark = Any
 
-__all__ = ["SUMMARY_JSON", "Outcome", "generate", "open_run", "run_benchmark", "score",
-           "write_requests"]
+__all__ = ["SUMMARY_JSON", "Outcome", "RunResult", "generate", "open_run", "run_benchmark",
+           "score", "write_requests"]
 
 SUMMARY_JSON = "summary.json"
 
