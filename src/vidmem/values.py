@@ -16,6 +16,9 @@ This module sits at the bottom of the package (numpy only), so every layer may u
 
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 
 __all__ = ["is_int", "is_int_like", "is_number", "is_number_like", "type_name"]
@@ -51,6 +54,21 @@ def is_number(v: object) -> bool:
         [True, True, True, False, False, False]
     """
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def is_finite_number(v: object) -> bool:
+    """True for a JSON number that is a finite float value (an ``int`` too big for a
+    float is not: ``math.isfinite`` would raise ``OverflowError`` on it).
+
+    Example:
+        >>> [is_finite_number(x) for x in (3, 2.5, float("inf"), float("nan"), 10**400, True)]
+        [True, True, False, False, False, False]
+    """
+    if not is_number(v):
+        return False
+    if isinstance(v, int):
+        return abs(v) <= sys.float_info.max
+    return math.isfinite(v)
 
 
 def type_name(v: object) -> str:

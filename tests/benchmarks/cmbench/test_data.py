@@ -306,6 +306,12 @@ RULES: list[tuple[str, Any, str, str]] = [
         "found inf",
     ),
     (
+        "timestamp-huge-int",  # too big for a float: math.isfinite raised OverflowError
+        _ref("timestamp_seconds", 10**400),
+        "references[0].timestamp_seconds",
+        "finite number of seconds >= 0",
+    ),
+    (
         "timestamp-string",
         _ref("timestamp_seconds", "1.0"),
         "references[0].timestamp_seconds",

@@ -320,3 +320,9 @@ def test_a_hugging_face_snapshot_layout_is_accepted(tmp_path):
     report = validate_memory_loop(snapshot)
     assert [(p.where, p.field) for p in report.errors] == [("a", "start_image")]
     assert str(stray) in report.errors[0].message
+
+
+def test_an_integer_too_big_for_a_float_is_an_error_not_a_crash(tmp_path):
+    # math.isfinite(10**400) raises OverflowError; validation must name the field instead
+    report = validate_memory_loop(_write(tmp_path, [_case("huge", duration_seconds=10**400)]))
+    assert ("huge", "duration_seconds", "error") in {(p.where, p.field, p.severity) for p in report.problems}

@@ -10,7 +10,6 @@ what was expected and what was found. The rules are listed in the docstring of
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from vidmem.benchmarks.cmbench.schema import (
 )
 from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport, excerpt
 from vidmem.io.boxes import check_normalized_box
-from vidmem.values import is_int, is_number, type_name
+from vidmem.values import is_finite_number, is_int, type_name
 
 __all__ = ["ValidationReport"]
 
@@ -223,7 +222,7 @@ class TaskRowChecker(RowChecker):
             ts = ref.get("timestamp_seconds")
             if "timestamp_seconds" not in ref:
                 self.error(f"{name}.timestamp_seconds", "missing")
-            elif not is_number(ts) or not math.isfinite(ts) or ts < 0:
+            elif not is_finite_number(ts) or ts < 0:
                 self.error(
                     f"{name}.timestamp_seconds",
                     f"expected a finite number of seconds >= 0, found {excerpt(ts)}",

@@ -18,7 +18,6 @@ expected, what was found and how to fix it. Errors block loading; warnings do no
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -31,7 +30,7 @@ from vidmem.benchmarks.memory_loop.schema import (
     Problem,
 )
 from vidmem.metrics.loop_paths import LOOP_IDS, LOOPS, loop_for_prompt
-from vidmem.values import is_number, type_name
+from vidmem.values import is_finite_number, type_name
 
 __all__ = ["MemoryLoopValidation"]
 
@@ -74,7 +73,7 @@ class CaseRowChecker(RowChecker):
         if name not in self.obj:
             return
         v = self.obj[name]
-        if not is_number(v) or not math.isfinite(v) or v <= 0:
+        if not is_finite_number(v) or v <= 0:
             self.error(name, f"expected a finite number > 0, found {type_name(v)} {excerpt(v)}; "
                        f"write e.g. \"{name}\": {example}")
 
