@@ -292,9 +292,10 @@ class Benchmark(ABC):
         """The scorer configuration back from its ``to_dict()`` (how workers receive it)."""
 
     @abstractmethod
-    def score_items(self, dataset: Any, scan: OutputScan, config: Any,
-                    run_dir: Path) -> list[ScoreItem]:
-        """The scoring work for the items that have a video."""
+    def score_items(self, dataset: Any, scan: OutputScan, config: Any, run_dir: Path,
+                    **requests: Any) -> list[ScoreItem]:
+        """The scoring work for the items that have a video (``requests``: the values of
+        ``requests_options``, i.e. what the videos were asked to be)."""
 
     @abstractmethod
     def load_backends(self, config: Any) -> Any:

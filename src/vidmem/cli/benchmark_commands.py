@@ -65,7 +65,10 @@ def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
             _param("generator_opt", list[str] | None, None, "--generator-opt",
                    help="key=value for the generator, e.g. memory=decay:20."),
         ]
-    return params + _declared(bench.scorer_options) + _declared(bench.score_options) + [
+    # The request options (length, seed ...) shape what run generates and what score
+    # expects to find, so both commands take them.
+    return params + _declared(bench.requests_options) + _declared(bench.scorer_options) + \
+        _declared(bench.score_options) + [
         _param("allow_missing", bool, False, "--allow-missing", help=bench.allow_missing_help),
         _param("workers", int, 1, "--workers", help="Worker processes.", min=1),
         _param("resume", bool, False, "--resume", help="Continue an interrupted run."),
@@ -90,13 +93,14 @@ def make_command(verb: str, bench: Any) -> Any:
         scorer_names = [o.name for o in bench.scorer_options]
         config = bench.scorer_config(**{k: values[k] for k in scorer_names})
         options = {o.name: values[o.name] for o in bench.score_options}
+        requests = {o.name: values[o.name] for o in bench.requests_options}
         gen = None if videos else (values["generator"], parse_options(values["generator_opt"]))
         quiet = values["quiet"] or values["as_json"]
         outcome = run_benchmark(
             bench, bench.load(values["root"]), videos=values.get("videos"), out=values["out"],
             gen=gen, config=config, allow_missing=values["allow_missing"],
             workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
-            quiet=quiet, options=options)
+            quiet=quiet, options=options, requests=requests)
         if values["as_json"]:
             print_json(outcome.summary)
         elif not quiet:

@@ -115,20 +115,25 @@ def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: di
 
 def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
           allow_missing: bool = False, workers: int = 1, quiet: bool = False,
-          options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Score every item's video in ``videos`` into ``run``; write and return the summary."""
+          options: Mapping[str, Any] | None = None,
+          requests: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Score every item's video in ``videos`` into ``run``; write and return the summary.
+
+    ``options`` are the benchmark's ``score_options``; ``requests`` its
+    ``requests_options`` (what the videos were asked to be, e.g. their length).
+    """
     return _score(bench, ds, run, videos, config, allow_missing=allow_missing, workers=workers,
-                  quiet=quiet, options=options)[0]
+                  quiet=quiet, options=options, requests=requests)[0]
 
 
 def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
-           allow_missing: bool, workers: int, quiet: bool,
-           options: Mapping[str, Any] | None) -> tuple[dict[str, Any], Outcome]:
+           allow_missing: bool, workers: int, quiet: bool, options: Mapping[str, Any] | None,
+           requests: Mapping[str, Any] | None) -> tuple[dict[str, Any], Outcome]:
     scan = bench.find_outputs(ds, videos)
     if scan.missing and not allow_missing:
         scan.raise_if_missing()
     items = [WorkItem.make(s.item_id, "score", dict(s.request), unkeyed=s.unkeyed)
-             for s in bench.score_items(ds, scan, config, run.path)]
+             for s in bench.score_items(ds, scan, config, run.path, **dict(requests or {}))]
     with run.items() as store:
         if any(item.key not in store.done_keys() for item in items):
             # Load the backends here first: a bad option or missing weights is one clear
@@ -210,6 +215,7 @@ def run_benchmark(
     overwrite: bool,
     quiet: bool,
     options: Mapping[str, Any] | None = None,
+    requests: Mapping[str, Any] | None = None,
     argv: list[str] | None = None,
 ) -> RunResult:
     """Score ``videos`` (``gen`` is None) or generate them with ``gen`` and score them.
@@ -227,7 +233,10 @@ def run_benchmark(
     """
     from vidmem.runners.reporting import render_run_report
 
+    requests = dict(requests or {})
     extra: dict[str, Any] = {"allow_missing": allow_missing}
+    if requests:
+        extra["requests"] = requests
     if gen:
         extra["generator"] = {"name": gen[0], "options": gen[1]}
     else:
@@ -240,7 +249,7 @@ def run_benchmark(
     run = open_run(bench, ds, out, config, extra, resume=resume, overwrite=overwrite,
                    argv=sys.argv if argv is None else argv)
     if gen:
-        g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet)
+        g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet, **requests)
         videos = g["dir"]
         if g["summary"]["errors"] and not allow_missing:
             first = g["errors"][0] if g["errors"] else ("?", "?")
@@ -251,7 +260,7 @@ def run_benchmark(
                 + bench.allow_missing_help)
     result, outcome = _score(bench, ds, run, videos, config,  # type: ignore[arg-type]
                              allow_missing=allow_missing, workers=workers, quiet=quiet,
-                             options=options)
+                             options=options, requests=requests)
     record_backends(bench, run, config)
     result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
     return RunResult(result, run, list(outcome.errors), outcome.n_items)

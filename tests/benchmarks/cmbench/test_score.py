@@ -18,6 +18,7 @@ from vidmem.benchmarks.cmbench import BENCHMARK as bench
 from vidmem.benchmarks.cmbench.benchmark import is_official
 from vidmem.benchmarks.cmbench.data import load_cmbench
 from vidmem.benchmarks.cmbench.scorer import ScorerConfig
+from vidmem.cli import main
 from vidmem.errors import UserInputError
 from vidmem.io.video import write_video
 from vidmem.runners import benchmark_run as runner
@@ -218,3 +219,32 @@ def test_official_label_needs_the_protocol_backends_and_settings():
     assert not is_official(ScorerConfig.from_preset("official", detector_threshold=0.2))
     assert not is_official(ScorerConfig.from_preset("official", embedder="dinov3/vits16"))
     assert not is_official(ScorerConfig.from_preset("offline"))
+
+
+def test_a_continuation_far_shorter_than_requested_is_flagged(dataset, tmp_path):
+    res, run = _score(dataset, dataset / "empty", tmp_path / "e")  # 16 frames; 64 requested
+    row = run.scores()[0]
+    assert row["short"] is True and row["video_frames"] == 16
+    assert res["short_tasks"] == ["syn_001_reappear_01"]
+    res, run = _score(dataset, dataset / "perfect", tmp_path / "p")  # 32 frames: half, not under it
+    assert run.scores()[0]["short"] is False and res["short_tasks"] == []
+    # the expectation follows what was requested
+    ds = load_cmbench(dataset / "ds")
+    cfg = ScorerConfig.from_preset("offline")
+    run = runner.open_run(bench, ds, tmp_path / "e16", cfg, {}, resume=False, overwrite=False, argv=None)
+    res = runner.score(bench, ds, run, dataset / "empty", cfg, quiet=True, requests={"frames": 16})
+    assert res["short_tasks"] == []
+
+
+def test_requests_carry_the_adapters_length_unless_told_otherwise(dataset, tmp_path, capsys):
+    def manifest(*extra):
+        out = tmp_path / f"m{len(extra)}.jsonl"
+        with pytest.raises(SystemExit) as exc:
+            main(["requests", "cmbench", "--root", str(dataset / "ds"), "--out", str(out), *extra])
+        assert exc.value.code in (0, None)
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    (req,) = manifest()
+    assert (req["fps"], req["duration_seconds"]) == (16.0, 4.0)  # 64 frames at 16 fps
+    (req,) = manifest("--frames", "40", "--fps", "8")
+    assert (req["fps"], req["duration_seconds"]) == (8.0, 5.0)

@@ -28,9 +28,11 @@ from vidmem.models.weights import weights_fingerprint
 from vidmem.runners.store import RunDir
 from vidmem.stats.bootstrap import bootstrap_mean_ci
 
-BENCHMARK_VERSION = "1.0"
+BENCHMARK_VERSION = "1.1"
 SUMMARY_JSON = "summary.json"
 BOOTSTRAP = {"n_resamples": 2000, "seed": 0, "confidence": 0.95}
+#: a continuation with fewer than this share of the requested frames is flagged ``short``
+SHORT_SHARE = 0.5
 
 
 def is_official(config: ScorerConfig) -> bool:
@@ -51,6 +53,7 @@ class CMBench(Benchmark):
     videos_help = "Folder holding <task_id>.mp4 continuations."
     allow_missing_help = "Score missing continuations as 0 (and say how many)."
     validate_options = cli.VALIDATE_OPTIONS
+    requests_options = cli.REQUESTS_OPTIONS
     scorer_options = cli.SCORER_OPTIONS
     summary_printer = "vidmem.benchmarks.cmbench.benchmark:print_summary"
     report_builder = "vidmem.benchmarks.cmbench.report:build_cmbench_report"
@@ -74,9 +77,12 @@ class CMBench(Benchmark):
 
     # ------------------------------------------------------------------ generation
 
-    def rollouts(self, dataset: cd.CMBenchDataset, out_dir: Path, **options: Any) -> list[Rollout]:
+    def rollouts(self, dataset: cd.CMBenchDataset, out_dir: Path, *,
+                 frames: int = cli.REQUEST_FRAMES, fps: float = cli.REQUEST_FPS,
+                 **options: Any) -> list[Rollout]:
         return [Rollout(req, {"context_sha256": file_sha256(req.context_video)})
-                for req in cd.continuation_requests(dataset, out_dir)]
+                for req in cd.continuation_requests(dataset, out_dir, fps=fps,
+                                                    duration_seconds=frames / fps)]
 
     def find_outputs(self, dataset: cd.CMBenchDataset, videos: str | Path) -> cd.ContinuationScan:
         return cd.find_continuations(dataset, videos)
@@ -90,7 +96,8 @@ class CMBench(Benchmark):
         return ScorerConfig(**{k: v for k, v in data.items() if k != "fill_rgb"})
 
     def score_items(self, dataset: cd.CMBenchDataset, scan: Any, config: ScorerConfig,
-                    run_dir: Path) -> list[ScoreItem]:
+                    run_dir: Path, *, frames: int = cli.REQUEST_FRAMES,
+                    **requests: Any) -> list[ScoreItem]:
         opts = config.backend_options
         weights = {n: weights_fingerprint(n, dict(opts.get(n, {})))
                    for n in (config.detector, config.segmenter, config.embedder) if n is not None}
@@ -107,6 +114,7 @@ class CMBench(Benchmark):
                 "video_sha256": file_sha256(video), "references": [r.__dict__ for r in resolved],
                 "scorer": config.to_dict(), "crops_dir": str(run_dir / "crops"),
                 "scorer_version": BENCHMARK_VERSION, "weights": weights,
+                "requested_frames": frames,
             }, unkeyed=("context", "video", "crops_dir")))
         return items
 
@@ -142,7 +150,10 @@ class CMBench(Benchmark):
             frame = read_frames(request["video"], [result["best_frame"]])[0]
             x0, y0, x1, y1 = result["best_box"]
             best_png.write_bytes(png_bytes(frame[y0:y1, x0:x1]))
-        score = {k: result[k] for k in ("score", "best_frame", "best_reference", "n_frames_scored", "n_detected")}
+        score = {k: result[k] for k in ("score", "best_frame", "best_reference", "n_frames_scored",
+                                        "n_detected", "video_frames")}
+        # A 1-frame or 0.1 s continuation would score 0 without a word: say so.
+        score["short"] = result["video_frames"] < SHORT_SHARE * request["requested_frames"]
         return {"response": result, "score": score}
 
     def row(self, item: cd.CMBenchTask, stored: Any, status: str) -> dict[str, Any]:
@@ -167,6 +178,7 @@ class CMBench(Benchmark):
             "benchmark": BENCHMARK, "score": ci.to_dict(), "by_group": groups,
             "official": is_official(config), "scorer": config.to_dict(),
             "n_tasks": len(rows), "n_missing_scored_zero": sum(r["status"] == "missing" for r in rows),
+            "short_tasks": [r["task_id"] for r in rows if r.get("short")],
             "scan_missing": list(outcome.missing), "errors": [list(e) for e in outcome.errors],
             "execution": dict(outcome.execution),
         }
@@ -191,6 +203,11 @@ class CMBench(Benchmark):
             "several_references": "best (reference, frame) pair (official tasks have one reference)",
             "bootstrap": BOOTSTRAP,
             "kv_pruning_headline": "mean of per-task PR (card); pooled ratio reported as secondary",
+            "continuation_request": f"{cli.REQUEST_FRAMES} frames at {cli.REQUEST_FPS:g} fps "
+            "(duration = frames / fps), the published adapter's default; --frames/--fps change "
+            "it and run.json's config.requests records what was asked",
+            "short_continuation": f"flagged (row 'short', summary 'short_tasks') when the video "
+            f"has fewer than {SHORT_SHARE:g} x the requested frames; still scored",
         }
 
     def run_config(self, dataset: cd.CMBenchDataset, config: ScorerConfig) -> dict[str, Any]:
@@ -249,6 +266,10 @@ def print_summary(console: Console, result: dict[str, Any], run: RunDir) -> None
     for g in result["by_group"]:
         t.add_row(g["type"], g["task_type"], _fmt(g["mean"]), _ci(g["ci_low"], g["ci_high"]), str(g["n"]))
     console.print(t)
+    if result.get("short_tasks"):
+        console.print(f"[yellow]{len(result['short_tasks'])} continuation(s) far shorter than "
+                      f"requested[/yellow] (under {SHORT_SHARE:g} x the frames asked): "
+                      + ", ".join(result["short_tasks"][:5]))
     if result["n_missing_scored_zero"]:
         console.print(f"[yellow]{result['n_missing_scored_zero']} missing continuations scored as 0[/yellow]")
     if result.get("errors"):

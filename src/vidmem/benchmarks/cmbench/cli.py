@@ -14,6 +14,17 @@ from vidmem.benchmarks.cmbench.scorer import ScorerConfig
 from vidmem.benchmarks.contract import CliOption
 from vidmem.benchmarks.options import backend_options_for
 
+#: the published adapter's continuation: 64 frames at 16 fps (about 4 s)
+REQUEST_FRAMES = 64
+REQUEST_FPS = 16.0
+
+REQUESTS_OPTIONS = (
+    CliOption("frames", ("--frames",), int, REQUEST_FRAMES,
+              "Continuation length asked of the generator, in frames (the published adapter's 64).",
+              min=1),
+    CliOption("fps", ("--fps",), float, REQUEST_FPS,
+              "Continuation frame rate asked of the generator (the published adapter's 16).", min=1e-6),
+)
 VALIDATE_OPTIONS = (
     CliOption("no_probe", ("--no-probe",), bool, False, "Skip opening the videos."),
 )

@@ -48,6 +48,10 @@ def build_cmbench_report(run: Any) -> Report:
     if summary.get("n_missing_scored_zero"):
         rep.notice("warning", f"{summary['n_missing_scored_zero']} tasks had no continuation and were scored 0 "
                    "(--allow-missing).")
+    if summary.get("short_tasks"):
+        rep.notice("warning", f"{len(summary['short_tasks'])} continuation(s) are far shorter than "
+                   "requested (under half the frames asked; scored as they are): "
+                   + ", ".join(summary["short_tasks"][:10]))
     if summary.get("errors"):
         rep.notice("error", f"{len(summary['errors'])} tasks failed to score: "
                    + "; ".join(f"{t}: {e}" for t, e in summary["errors"][:3]))

@@ -95,7 +95,7 @@ class MemoryLoop(Benchmark):
         return ScorerConfig.from_dict(data)
 
     def score_items(self, dataset: md.MemoryLoopDataset, scan: Any, config: ScorerConfig,
-                    run_dir: Path) -> list[ScoreItem]:
+                    run_dir: Path, **requests: Any) -> list[ScoreItem]:
         weights = weights_fingerprint(config.embedder,
                                       dict(config.backend_options.get(config.embedder, {})))
         items = []
