@@ -265,7 +265,7 @@ def print_summary(console: Console, result: dict[str, Any], run: RunDir) -> None
     o = result["overall"]
     sf, hl = o["sample_fidelity"], o["half_life"]
     console.print(f"[bold]Memory loop[/bold] ({label}): sample fidelity {_fmt(sf['mean'])} "
-                  f"{_ci(sf)} over {sf['n']} cases; half-life official on {hl['n_official']} of "
+                  f"{_ci(sf)} over {sf['n']} of {result['n_cases']} cases; half-life official on {hl['n_official']} of "
                   f"{o['n_scored']} (mean value {_fmt(hl['value']['mean'])}, median t_half "
                   f"{_fmt(hl['median_t_half_seconds'], '.1f')} s)")
     t = Table(title="by loop", title_justify="left")
