@@ -33,10 +33,10 @@ from pathlib import Path
 from vidmem.benchmarks.memory_loop import BENCHMARK as bench
 from vidmem.benchmarks.memory_loop.data import generation_requests, load_memory_loop
 from vidmem.benchmarks.memory_loop.scorer import ScorerConfig
+from vidmem.generators.sim import SimGenerator
 from vidmem.io.video import probe
 from vidmem.runners import benchmark_run as runner
 from vidmem.runners.sim_build import build
-from vidmem.generators.sim import SimGenerator
 
 
 def _render(ds, videos: Path, memory: str, seconds: float, fps: float, size: tuple[int, int],

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from vidmem.generators.protocol import GenerationRequest
-from vidmem.runners.sim_build import build
 from vidmem.generators.sim import SimGenerator
+from vidmem.runners.sim_build import build
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
