@@ -23,9 +23,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from vidmem.errors import UserInputError, VidmemError
 from vidmem.models.json_extract import find_json_object, missing_keys, wrong_types
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
@@ -114,7 +116,60 @@ def follow_up_messages(
     return [{"role": "user", "content": [*user["content"], {"type": "text", "text": follow_up}]}]
 
 
-class JudgeExchange:
+class ManyJudging:
+    """Mixin: :meth:`judge_many`, many questions in flight at once, answers in order.
+
+    The class sets :attr:`concurrency` (how many :meth:`judge` calls run at once; 1 for
+    a local model, which answers one question at a time) and provides ``name`` and
+    ``judge``. Each call keeps its own deadline and retries, so a slow or failing
+    question never holds up or fails the others; a question refused as bad input
+    comes back as an ``error`` result naming it.
+    """
+
+    name: str
+    concurrency: int = 1
+
+    def judge(self, request: JudgeRequest) -> JudgeResult:  # provided by the judge
+        raise NotImplementedError
+
+    def judge_many(self, requests: Sequence[JudgeRequest], *,
+                   concurrency: int | None = None) -> list[JudgeResult]:
+        """Judge every request; result ``k`` answers request ``k``.
+
+        Args:
+            requests: the questions.
+            concurrency: calls in flight at once (default: the judge's
+                :attr:`concurrency`).
+
+        Example:
+            >>> class Echo(ManyJudging):
+            ...     name, concurrency = "echo", 4
+            ...     def judge(self, r):
+            ...         return JudgeResult(r.item_id, "ok", {"p": r.prompt}, r.prompt, 1, self.name)
+            >>> [r.data["p"] for r in Echo().judge_many([JudgeRequest(str(i), f"q{i}") for i in range(6)])]
+            ['q0', 'q1', 'q2', 'q3', 'q4', 'q5']
+        """
+        todo = list(requests)
+        n = int(self.concurrency if concurrency is None else concurrency)
+        if n < 1:
+            raise UserInputError(f"{self.name}: concurrency must be >= 1, found {n}")
+        if n == 1 or len(todo) <= 1:
+            return [self._judge_or_error(r) for r in todo]
+        with ThreadPoolExecutor(max_workers=min(n, len(todo)),
+                                thread_name_prefix="vidmem-judge") as pool:
+            return list(pool.map(self._judge_or_error, todo))
+
+    def _judge_or_error(self, request: JudgeRequest) -> JudgeResult:
+        try:
+            return self.judge(request)
+        except VidmemError as exc:  # bad input for this question only
+            hint = f" (fix: {exc.hint})" if exc.hint else ""
+            return JudgeResult(item_id=str(getattr(request, "item_id", "?")), status="error",
+                               data=None, raw="", attempts=0, judge=self.name,
+                               error=f"{exc.message}{hint}")
+
+
+class JudgeExchange(ManyJudging):
     """Mixin for a judge: counters, results and the ask / follow-up sequence.
 
     The class using it sets ``name``, ``_log`` (its module's logger) and

@@ -72,6 +72,7 @@ from vidmem.models.backends.judge_openai_http import (
     remember_socket,
 )
 from vidmem.models.protocols import JudgeRequest, JudgeResult
+from vidmem.values import is_int
 
 __all__ = [
     "JSON_ONLY_INSTRUCTION",
@@ -176,6 +177,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         dtype: str = "n/a",
         batch_size: int = 1,
         model_dir: str | Path | None = None,
+        concurrency: int = 16,
     ) -> None:
         where = self.name
         if model is not None and weights is not None and str(weights) != str(model):
@@ -240,6 +242,8 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
                 "an integer >= 1 or None",
             ),
             ("jpeg_quality", jpeg_quality, 1 <= jpeg_quality <= 95, "in 1..95"),
+            ("concurrency", concurrency, is_int(concurrency) and concurrency >= 1,
+             "an integer >= 1"),
             ("temperature", temperature, temperature >= 0, ">= 0"),
             (
                 "max_tokens",
@@ -273,6 +277,9 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             max_total_seconds=float(max_total_seconds),
         )
         self.official = bool(official)
+        # questions in flight at once in judge_many; not a setting of the answers, so it
+        # stays out of info()
+        self.concurrency = int(concurrency)
         self.base_url = base_url
         self.model = model
         self.timeout_seconds = float(timeout_seconds)

@@ -75,6 +75,7 @@ from PIL import Image
 from vidmem.errors import MissingDependencyError, UserInputError, VidmemError
 from vidmem.models.backends.base import BackendBase
 from vidmem.models.backends.classic_sift import SiftDetector
+from vidmem.models.backends.judge_common import ManyJudging
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = ["MAX_COUNT", "CardDeck", "Look", "SimCardJudge"]
@@ -264,7 +265,7 @@ class _CardSift(SiftDetector):
         return found
 
 
-class SimCardJudge(BackendBase):
+class SimCardJudge(ManyJudging, BackendBase):
     """``judge/sim-cards``: roster presence by appearance cards and SIFT (module doc).
 
     Args:
