@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from vidmem.errors import UserInputError
 from vidmem.models.backends.judge_openai import OpenAIJudge
 from vidmem.models.protocols import JudgeRequest
 
@@ -123,5 +124,5 @@ def test_a_question_refused_as_bad_input_fails_alone(server):
 
 
 def test_concurrency_is_checked():
-    with pytest.raises(Exception, match="concurrency must be an integer >= 1"):
+    with pytest.raises(UserInputError, match="concurrency must be an integer >= 1"):
         OpenAIJudge(base_url="http://127.0.0.1:9/v1", model=MODEL, concurrency=0)

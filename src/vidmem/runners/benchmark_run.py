@@ -103,11 +103,11 @@ def open_run(bench: Benchmark, ds: Any, out: str | Path, config: Any, extra: Map
 
 
 def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: dict[str, Any], *,
-             workers: int = 1, quiet: bool = False, **rollout_options: Any) -> dict[str, Any]:
+             workers: int = 1, quiet: bool = False, **requests: Any) -> dict[str, Any]:
     """Generate every rollout's video into ``RUN/<outputs_word>`` (resumable)."""
     out_dir = run.path / bench.outputs_word
     items = [generation.make_item(r.request, generator, options, dict(r.inputs))
-             for r in bench.rollouts(ds, out_dir, **rollout_options)]
+             for r in bench.rollouts(ds, out_dir, **requests)]
     with run.items() as store:
         summary = generation.run_generation(store, items, workers=workers, quiet=quiet)
     return {"dir": out_dir, "summary": summary.as_counts(), "errors": list(summary.error_samples)}

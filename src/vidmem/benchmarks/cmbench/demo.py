@@ -35,7 +35,6 @@ ANNOUNCE = "CMBench on the sim world: building, generating with perfect and no m
 
 def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     """Build, generate, score; return per-memory summaries and the per-task comparison."""
-
     data = base / "data"
     if not (data / "metadata.jsonl").is_file():
         bench.sim_build(data, seed=SEED, n_cases=N_CASES)
