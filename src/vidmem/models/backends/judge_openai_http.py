@@ -2,10 +2,11 @@
 
 :class:`ChatServerCalls` is mixed into :class:`vidmem.models.backends.judge_openai.OpenAIJudge`,
 which holds the settings and the ``openai`` client these methods use. Transport failures
--- connection errors, timeouts, HTTP 408/409/429/5xx -- are retried up to
-``max_retries`` times with exponential backoff and bounded, seeded jitter
-(``Retry-After`` is honoured when the server sends it); other HTTP errors (400, 401,
-404...) are not retried. No call and no sleep passes ``max_total_seconds``.
+-- connection errors, timeouts, HTTP 408/409/429/5xx -- are retried through
+`tenacity <https://tenacity.readthedocs.io>`_ up to ``max_retries`` times with
+exponential backoff and bounded, seeded jitter (``Retry-After`` is honoured when the
+server sends it); other HTTP errors (400, 401, 404...) are not retried. No call and no
+sleep passes ``max_total_seconds``.
 
 Each HTTP call is bounded as a whole, not only per socket operation. The HTTP client's
 timeouts limit each wait for the server (connect, one read...), so a server that
@@ -34,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any
 
 from vidmem.models.backends.judge_common import Attempt, JudgeReply
 
@@ -76,12 +79,31 @@ class JudgePing:
 
 
 class _Transport(Exception):
-    """Internal: one call failed; ``retryable`` and ``retry_after`` steer the retry loop."""
+    """Internal: one call failed; ``retryable`` and ``retry_after`` steer the retries.
 
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
+    ``status`` is the HTTP status when the server answered with an error, else ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.status = status
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, _Transport) and exc.retryable
+
+
+class _OutOfTime(Exception):
+    """Internal: the time left before ``max_total_seconds`` was gone before a call began."""
 
 
 class _CallWatch:
@@ -222,7 +244,10 @@ class ChatServerCalls:
             elif status in (401, 403):
                 hint = " (check $VIDMEM_JUDGE_API_KEY)"
             raise _Transport(
-                f"HTTP {status}: {detail}{hint}", retryable=retryable, retry_after=retry_after
+                f"HTTP {status}: {detail}{hint}",
+                retryable=retryable,
+                retry_after=retry_after,
+                status=status,
             ) from None
         except openai.OpenAIError as exc:
             raise _Transport(f"{type(exc).__name__}: {exc}", retryable=False) from None
@@ -245,68 +270,103 @@ class ChatServerCalls:
     def _call(self, body: dict[str, Any], deadline: float, item_id: str) -> Attempt:
         """Call with transport retries. Returns ``(reply or None, calls made, error)``."""
         calls = 0
-        failures = 0
         last_error = "no call made"
-        while True:
+        # Which deadline rule ended the retries; tenacity only re-raises the last error,
+        # and the message should say why it stopped ("" = max_retries ran out).
+        gave_up = ""
+
+        def one_call() -> JudgeReply:
+            nonlocal calls, last_error
             left = deadline - time.monotonic()
-            if left <= 0:
-                return (
-                    None,
-                    calls,
-                    f"{last_error}; gave up at max_total_seconds={self.max_total_seconds:g}",
-                )
+            if left <= 0:  # a follow-up call, or a sleep that overran, used it up
+                raise _OutOfTime
             calls += 1
             self._count("calls")
-            if failures:
+            if calls > 1:
                 self._count("retries")
             try:
-                return self._call_once(body, min(self.timeout_seconds, left)), calls, None
+                return self._call_once(body, min(self.timeout_seconds, left))
             except _Transport as exc:
                 last_error = str(exc)
-                if not exc.retryable:
-                    return None, calls, last_error
-                retry_after = exc.retry_after
-                failures += 1
-            if deadline - time.monotonic() <= 0:  # this call used up the time left
-                return (
-                    None,
-                    calls,
-                    f"{last_error}; gave up at max_total_seconds={self.max_total_seconds:g}",
-                )
-            if failures > self.max_retries:
-                return (
-                    None,
-                    calls,
-                    f"{last_error} (after {calls} calls, max_retries={self.max_retries})",
-                )
-            delay = self._backoff(failures)
-            if retry_after is not None:  # honour the server, within backoff_max_seconds
-                delay = min(max(delay, retry_after), max(self.backoff_max_seconds, delay))
-            left = deadline - time.monotonic()
-            if delay >= left:
-                return (
-                    None,
-                    calls,
-                    (
-                        f"{last_error}; gave up after {calls} calls: the next retry would pass "
-                        f"max_total_seconds={self.max_total_seconds:g}"
-                    ),
-                )
+                raise
+
+        def out_of_time(state: RetryCallState) -> bool:
+            nonlocal gave_up
+            if deadline - time.monotonic() > 0:
+                return False
+            gave_up = f"; gave up at max_total_seconds={self.max_total_seconds:g}"
+            return True
+
+        def sleep_passes_deadline(state: RetryCallState) -> bool:
+            # tenacity (>= 8.3) runs ``wait`` before ``stop``, so the delay is known here:
+            # giving up now beats sleeping into a deadline that leaves no time to call.
+            nonlocal gave_up
+            if state.upcoming_sleep < deadline - time.monotonic():
+                return False
+            gave_up = (
+                f"; gave up after {calls} calls: the next retry would pass "
+                f"max_total_seconds={self.max_total_seconds:g}"
+            )
+            return True
+
+        def wait(state: RetryCallState) -> float:
+            # tenacity asks for the wait even when a stop rule is about to end the
+            # retries; drawing jitter then would shift the seeded sequence for every
+            # later question, so no draw when the retries are over anyway.
+            if state.attempt_number > self.max_retries or deadline - time.monotonic() <= 0:
+                return 0.0
+            exc = state.outcome.exception() if state.outcome is not None else None
+            retry_after = exc.retry_after if isinstance(exc, _Transport) else None
+            return self._backoff(state.attempt_number, retry_after)
+
+        def log_retry(state: RetryCallState) -> None:
             self._log.info(
                 "%s item %s: %s; retry %d in %.2f s",
                 self.name,
                 item_id,
                 last_error,
-                failures,
-                delay,
+                state.attempt_number,
+                state.upcoming_sleep,
             )
-            time.sleep(delay)
 
-    def _backoff(self, failures: int) -> float:
+        retrying = Retrying(
+            retry=retry_if_exception(_retryable),
+            # order matters: the first rule that fires names the reason in the error
+            stop=stop_any(
+                out_of_time, stop_after_attempt(self.max_retries + 1), sleep_passes_deadline
+            ),
+            wait=wait,
+            before_sleep=log_retry,
+            sleep=time.sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(one_call), calls, None
+        except _OutOfTime:
+            return (
+                None,
+                calls,
+                f"{last_error}; gave up at max_total_seconds={self.max_total_seconds:g}",
+            )
+        except _Transport as exc:
+            if not exc.retryable:
+                return None, calls, last_error
+            if gave_up:
+                return None, calls, last_error + gave_up
+            return (
+                None,
+                calls,
+                f"{last_error} (after {calls} calls, max_retries={self.max_retries})",
+            )
+
+    def _backoff(self, failures: int, retry_after: float | None = None) -> float:
         base = min(self.backoff_max_seconds, self.backoff_base_seconds * 2 ** (failures - 1))
         with self._lock:
             jitter = 0.5 + 0.5 * self._rng.random()
-        return base * jitter
+        delay = base * jitter
+        if retry_after is not None:  # honour the server, within backoff_max_seconds
+            delay = min(max(delay, retry_after), max(self.backoff_max_seconds, delay))
+        return delay
 
     def ping(self, timeout_seconds: float = 5.0) -> JudgePing:
         """Check quickly (``GET {base_url}/models``, no retries) that the server answers
