@@ -101,6 +101,162 @@ def test_tiny_model_judges_without_raising_and_is_deterministic(tiny_dirs, kind)
     assert info.settings["max_new_tokens"] == 6
 
 
+def _varied_requests(n=5):
+    """``n`` requests of different prompt lengths, image counts (0-2) and image sizes."""
+    rng = np.random.default_rng(3)
+    out = []
+    for k in range(n):
+        images = tuple(
+            rng.integers(0, 256, (30 + 17 * k + 9 * i, 80 - 9 * k, 3), dtype=np.uint8)
+            for i in range((k + 1) % 3)
+        )
+        prompt = f"Question {k}: is it there? " + "Look closely. " * (3 * k) + '{"present": ?}'
+        out.append(_request(item_id=f"q{k}", prompt=prompt, images=images))
+    return out
+
+
+def _record_first_replies(judge, monkeypatch):
+    """Record each request's first reply and the batch size of every ``generate`` call."""
+    firsts, rows = [], []
+    exchange, generate = judge._exchange, judge._generate
+
+    def spy_exchange(request, user, first, again):
+        attempt = first()
+        firsts.append((request.item_id, attempt[0]))
+        return exchange(request, user, lambda: attempt, again)
+
+    def spy_generate(inputs):
+        rows.append(int(inputs["input_ids"].shape[0]))
+        return generate(inputs)
+
+    monkeypatch.setattr(judge, "_exchange", spy_exchange)
+    monkeypatch.setattr(judge, "_generate", spy_generate)
+    return firsts, rows
+
+
+def _summary(result):
+    return (result.item_id, result.status, result.raw, result.attempts, result.data, result.error)
+
+
+def _also_stop_at(judge, token):
+    """Make ``token`` an end-of-sequence token too, so that some rows stop early."""
+    config = judge.model.generation_config
+    eos = config.eos_token_id
+    config.eos_token_id = [*(eos if isinstance(eos, (list, tuple)) else [eos]), token]
+    judge._eos_ids = judge._eos_ids | {token}
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+def test_batched_judge_many_equals_one_at_a_time(tiny_dirs, kind, monkeypatch):
+    requests = _varied_requests(5)
+    single = QwenVLJudge(weights=tiny_dirs[kind], max_new_tokens=10)
+    # the 4th token the model writes for q1 ends a reply: some rows stop early, with
+    # padding after their end in the batch, and others run to max_new_tokens
+    user, vision, text = single._stage(requests[1])
+    inputs = single._model_inputs([text], [vision])
+    token = int(single._generate(inputs)[0, inputs["input_ids"].shape[1] + 3])
+    _also_stop_at(single, token)
+    single_firsts, single_rows = _record_first_replies(single, monkeypatch)
+    expected = [single.judge(r) for r in requests]
+
+    judge = QwenVLJudge(weights=tiny_dirs[kind], max_new_tokens=10, batch_size=3)
+    _also_stop_at(judge, token)
+    padding_side = judge.tokenizer.padding_side
+    firsts, rows = _record_first_replies(judge, monkeypatch)
+    results = judge.judge_many(requests)
+
+    assert [r.item_id for r in results] == [f"q{k}" for k in range(5)]
+    assert [_summary(r) for r in results] == [_summary(r) for r in expected]
+    # the first replies themselves (text and finish reason) match row for row
+    assert firsts == single_firsts
+    assert firsts[1][1].finish_reason == "stop"
+    assert {reply.finish_reason for _, reply in firsts} <= {"stop", "length"}
+    # first asks: one generate of 3 rows, then one of 2; each follow-up alone
+    again = [r.attempts - 1 for r in results]
+    assert rows == [3, *[1] * sum(again[:3]), 2, *[1] * sum(again[3:])]
+    assert single_rows == [1] * (5 + sum(again))
+    assert judge.stats() == single.stats()
+    assert judge.tokenizer.padding_side == padding_side  # set for the batch call only
+
+
+def test_batched_replies_are_cut_at_their_own_end(tiny_dirs):
+    """Rows that stop early lose the padding after their end token; a full row is "length"."""
+    judge = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], max_new_tokens=4)
+    eos, pad = min(judge._eos_ids), judge._pad_id
+    a, b = (judge.tokenizer.convert_tokens_to_ids(c) for c in ("a", "b"))
+    output = torch.tensor(
+        [[pad, 7, a, eos, pad, pad], [7, 7, a, b, a, b], [7, 7, eos, pad, pad, pad]]
+    )
+    replies = judge._decode_rows(output, 2)
+    assert replies == [
+        judge_qwen._Reply("a", "stop"),
+        judge_qwen._Reply("abab", "length"),
+        judge_qwen._Reply("", "stop"),
+    ]
+
+
+def test_bad_image_in_a_batch_fails_alone(tiny_dirs):
+    requests = _varied_requests(4)
+    requests[1] = _request(item_id="broken", images=(np.zeros((8, 8), np.float32),))
+    requests[2] = _request(item_id="silent", prompt="   ")
+    judge = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], max_new_tokens=6, batch_size=3)
+    results = judge.judge_many(requests)
+
+    assert [r.item_id for r in results] == ["q0", "broken", "silent", "q3"]
+    bad = results[1]
+    assert bad.status == "error" and bad.attempts == 0 and bad.raw == "" and bad.data is None
+    assert "item 'broken'" in bad.error and "image 0 must be uint8 (H, W, 3)" in bad.error
+    assert results[2].status == "error" and "item 'silent': the prompt is empty" in results[2].error
+    single = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], max_new_tokens=6)
+    for k in (0, 3):
+        assert _summary(results[k]) == _summary(single.judge(requests[k]))
+
+
+def test_batched_stats_count_each_request(tiny_dirs):
+    requests = _varied_requests(5)
+    requests.insert(2, _request(item_id="broken", images=(np.zeros((8, 8, 4), np.uint8),)))
+    one = QwenVLJudge(weights=tiny_dirs["qwen2_5_vl"], max_new_tokens=6)
+    sequential = one.judge_many(requests)
+    judge = QwenVLJudge(weights=tiny_dirs["qwen2_5_vl"], max_new_tokens=6, batch_size=4)
+    results = judge.judge_many(requests)
+
+    assert [_summary(r) for r in results] == [_summary(r) for r in sequential]
+    stats = judge.stats()
+    assert stats == one.stats()
+    answered = [r for r in results if r.item_id != "broken"]
+    assert stats["requests"] == 5 and stats["retries"] == 0
+    assert stats["calls"] == sum(r.attempts for r in answered)
+    assert stats["format_retries"] == sum(r.attempts - 1 for r in answered)
+    for status, key in (("ok", "ok"), ("unparsable", "unparsable"), ("error", "errors")):
+        assert stats[key] == sum(r.status == status for r in answered)
+
+
+def test_batched_generation_error_is_an_error_result_per_row(tiny_dirs, monkeypatch):
+    judge = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], max_new_tokens=4, batch_size=2)
+
+    def boom(inputs):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(judge, "_generate", boom)
+    results = judge.judge_many(_varied_requests(2))
+    assert [(r.item_id, r.status, r.attempts) for r in results] == [
+        ("q0", "error", 1),
+        ("q1", "error", 1),
+    ]
+    assert all(r.error == "RuntimeError: CUDA out of memory" for r in results)
+    stats = judge.stats()
+    assert (stats["requests"], stats["calls"], stats["errors"], stats["ok"]) == (2, 2, 2, 0)
+
+
+def test_judge_many_batch_size_one_is_judge(scripted):
+    judge, script = scripted('{"present": true}', "no", '{"present": false}')
+    results = judge.judge_many([_request(item_id="a"), _request(item_id="b")])
+    assert [(r.item_id, r.status, r.attempts) for r in results] == [("a", "ok", 1), ("b", "ok", 2)]
+    assert len(script.prompts) == 3 and judge.batch_size == 1
+    with pytest.raises(UserInputError, match="concurrency must be >= 1"):
+        judge.judge_many([], concurrency=0)
+
+
 @pytest.mark.parametrize("kind", sorted(SPECIFIC))
 def test_named_variant_loads_its_family(tiny_dirs, kind):
     judge = SPECIFIC[kind](weights=tiny_dirs[kind], max_new_tokens=2)

@@ -51,9 +51,13 @@ without torchvision, because of its video half). Memory is bounded by
 (``32 * 32`` for Qwen3-VL). The template, the image processor and these model inputs
 live in :mod:`vidmem.models.backends.judge_qwen_inputs`.
 
-Requests are judged one at a time (``batch_size`` is accepted and recorded but not
-used: a 7B judge is bound by the length of each answer, and one-at-a-time keeps the
-greedy output independent of padding). Calls from several threads are serialised.
+:meth:`QwenVLJudge.judge` answers one request. :meth:`QwenVLJudge.judge_many`
+(:mod:`vidmem.models.backends.judge_qwen_batch`) takes the requests ``batch_size`` at
+a time (default 1: one after another, as ``judge``): the first asks of a slice are one
+greedy ``generate`` call over the left-padded prompts, the "JSON only" follow-ups stay
+one at a time. In float32 the batched answers equal the one-at-a-time ones; in
+bfloat16 on a GPU padding may change the rounding. Generations from several threads
+are serialised.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ import contextlib
 import inspect
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +75,7 @@ from vidmem.models.backends.base import import_torch
 from vidmem.models.backends.hf_checkpoint import load_tokenizer
 from vidmem.models.backends.hf_images import HFEmbedderBase
 from vidmem.models.backends.judge_common import Attempt, JudgeExchange, JudgeReply
+from vidmem.models.backends.judge_qwen_batch import QwenVLBatching
 from vidmem.models.backends.judge_qwen_inputs import QwenVLInputs, size_edge
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
@@ -114,7 +120,7 @@ def _positive_int(where: str, key: str, value: Any, *, allow_none: bool) -> int 
     return number
 
 
-class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
+class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
     """A :class:`vidmem.models.protocols.Judge` on a local Qwen-VL checkpoint.
 
     Args:
@@ -126,7 +132,9 @@ class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
         device: torch device string (``"cuda"``, ``"cuda:1"``, ``"cpu"``).
         dtype: ``"bfloat16"``, ``"float16"`` or ``"float32"`` for the model; ``None``
             picks ``"bfloat16"`` on CUDA and ``"float32"`` on the CPU.
-        batch_size: accepted and recorded; requests are judged one at a time.
+        batch_size: how many requests :meth:`judge_many` asks at once, in one padded
+            ``generate`` call for their first asks (default 1: one at a time).
+            :meth:`judge` always answers one.
         max_new_tokens: reply length limit in tokens (``judge/openai``'s ``max_tokens``).
         max_image_side: shrink each image so that its longer side is at most this many
             pixels before the processor sees it (``None``: as is).
@@ -246,8 +254,9 @@ class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
 
     # --------------------------------------------------------------------- generation
 
-    def _run_model(self, inputs: dict[str, Any]) -> JudgeReply:
-        """Greedy generation on prepared inputs; the only place the model runs."""
+    def _generate(self, inputs: dict[str, Any]) -> Any:
+        """Greedy generation on prepared inputs (one row or a left-padded batch); the
+        only place the model runs. Returns the prompt + generated token ids."""
         torch = import_torch()
         with self._model_lock, torch.inference_mode():
             output = self.model.generate(
@@ -261,11 +270,12 @@ class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
                 max_new_tokens=self.max_new_tokens,
                 pad_token_id=self._pad_id,
             )
-        # one sequence: generate stops right after an end-of-sequence token, no padding
-        new = output[0, inputs["input_ids"].shape[1] :].tolist()
-        cut = len(new) >= self.max_new_tokens and not (new and new[-1] in self._eos_ids)
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return JudgeReply(text if isinstance(text, str) else "", "length" if cut else "stop")
+        return output
+
+    def _run_model(self, inputs: dict[str, Any]) -> JudgeReply:
+        """One request's generation and its reply (cut as in ``_decode_rows``)."""
+        output = self._generate(inputs)
+        return self._decode_rows(output, int(inputs["input_ids"].shape[1]))[0]
 
     def _call(self, inputs: dict[str, Any]) -> Attempt:
         """One generation: ``(reply, 1, None)`` or ``(None, 1, what went wrong)``; never raises."""
@@ -284,9 +294,12 @@ class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
 
     # -------------------------------------------------------------------------- judge
 
-    def judge(self, request: JudgeRequest) -> JudgeResult:
-        """Ask the model ``request.prompt`` about ``request.images``; never raises for
-        model misbehaviour (see the module docstring for the sequence)."""
+    def _stage(self, request: JudgeRequest) -> tuple[dict[str, Any], Any, str]:
+        """Check a request and build its first ask: ``(user turn, images, prompt text)``.
+
+        Raises :class:`vidmem.errors.UserInputError` for an empty prompt, malformed
+        images or a template that does not fit them.
+        """
         if not isinstance(request.prompt, str) or not request.prompt.strip():
             raise UserInputError(
                 f"{self.name} item '{request.item_id}': the prompt is empty",
@@ -296,9 +309,10 @@ class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
         content: list[dict[str, Any]] = [{"type": "text", "text": request.prompt}]
         content.extend({"type": "image"} for _ in range(len(request.images)))
         user = {"role": "user", "content": content}
-        item = request.item_id
-        inputs = self._prepare([user], vision, item)  # misconfiguration raises here
-        self._count("requests")
+        return user, vision, self._prompt_text([user], vision, request.item_id)
+
+    def _follow_up(self, vision: Any, item: str) -> Callable[[list[dict[str, Any]]], Attempt]:
+        """The ``again`` of :meth:`_exchange`: one generation of the follow-up messages."""
 
         def again(messages: list[dict[str, Any]]) -> Attempt:
             try:  # it replays the model's own reply, so a failure here is the model's doing
@@ -307,7 +321,17 @@ class QwenVLJudge(QwenVLInputs, JudgeExchange, HFEmbedderBase):
                 return None, 0, f"{type(exc).__name__}: {exc}"
             return self._call(follow_up)
 
-        return self._exchange(request, user, lambda: self._call(inputs), again)
+        return again
+
+    def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Ask the model ``request.prompt`` about ``request.images``; never raises for
+        model misbehaviour (see the module docstring for the sequence)."""
+        user, vision, text = self._stage(request)  # misconfiguration raises here
+        inputs = self._model_inputs([text], [vision])
+        self._count("requests")
+        return self._exchange(
+            request, user, lambda: self._call(inputs), self._follow_up(vision, request.item_id)
+        )
 
     def close(self) -> None:
         """Drop the model and free its device memory."""

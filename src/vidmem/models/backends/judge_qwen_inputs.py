@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vidmem.errors import MissingDependencyError, UserInputError
-from vidmem.models.backends.base import image_processor_class
+from vidmem.models.backends.base import image_processor_class, import_torch
 from vidmem.models.backends.hf_checkpoint import read_json_if_present
 from vidmem.models.backends.hf_images import check_images, resample_filter, resize
 from vidmem.models.backends.judge_frames import shrunk_size
@@ -166,13 +166,10 @@ class QwenVLInputs:
             add_generation_prompt=True,
         )
 
-    def _prepare(
+    def _prompt_text(
         self, messages: list[dict[str, Any]], vision: dict[str, Any] | None, item_id: str
-    ) -> dict[str, Any]:
-        """Chat template + placeholder expansion + tokenization, as ``Qwen2VLProcessor``.
-
-        Returns the ``generate`` inputs on the model's device.
-        """
+    ) -> str:
+        """The chat template's text with each image placeholder expanded, as ``Qwen2VLProcessor``."""
         text = self._render(messages)
         pieces = text.split(self.image_token)
         n_images = 0 if vision is None else int(vision["image_grid_thw"].shape[0])
@@ -184,15 +181,46 @@ class QwenVLInputs:
                 hint="use the checkpoint's own chat template, and keep the literal "
                 f"'{self.image_token}' out of the prompt text",
             )
-        if vision is not None:
-            merge = int(self.image_processor.merge_size) ** 2
-            out = [pieces[0]]
-            for grid, piece in zip(vision["image_grid_thw"], pieces[1:], strict=True):
-                out.append(self.image_token * (int(grid.prod()) // merge))
-                out.append(piece)
-            text = "".join(out)
+        if vision is None:
+            return text
+        merge = int(self.image_processor.merge_size) ** 2
+        out = [pieces[0]]
+        for grid, piece in zip(vision["image_grid_thw"], pieces[1:], strict=True):
+            out.append(self.image_token * (int(grid.prod()) // merge))
+            out.append(piece)
+        return "".join(out)
+
+    def _prepare(
+        self, messages: list[dict[str, Any]], vision: dict[str, Any] | None, item_id: str
+    ) -> dict[str, Any]:
+        """Chat template + placeholder expansion + tokenization, as ``Qwen2VLProcessor``.
+
+        Returns the ``generate`` inputs on the model's device.
+        """
+        return self._model_inputs([self._prompt_text(messages, vision, item_id)], [vision])
+
+    def _model_inputs(
+        self, texts: list[str], visions: list[dict[str, Any] | None]
+    ) -> dict[str, Any]:
+        """Tokenize expanded prompt texts (:meth:`_prompt_text`) into ``generate`` inputs.
+
+        One text is tokenized as is. Several become one batch: the tokenizer pads them to
+        the longest with ``padding=True`` and ``padding_side="left"`` for this call only
+        (its own ``padding_side`` is left as it is), and the attention mask marks the
+        padding; the images of all rows are concatenated in row order, as the processor
+        does for a batch.
+        """
         # the template already holds every special token: add none
-        encoded = self.tokenizer(text, return_tensors="pt", add_special_tokens=False)
+        if len(texts) == 1:
+            encoded = self.tokenizer(texts[0], return_tensors="pt", add_special_tokens=False)
+        else:
+            encoded = self.tokenizer(
+                texts,
+                return_tensors="pt",
+                add_special_tokens=False,
+                padding=True,
+                padding_side="left",
+            )
         input_ids = encoded["input_ids"]
         inputs: dict[str, Any] = {
             "input_ids": input_ids.to(self._device),
@@ -203,11 +231,16 @@ class QwenVLInputs:
             if self.video_token_id is not None:
                 types = types + 2 * (input_ids == self.video_token_id).long()
             inputs["mm_token_type_ids"] = types.to(self._device)
-        if vision is not None:
-            inputs["pixel_values"] = vision["pixel_values"].to(
-                device=self._device, dtype=self._dtype
-            )
-            inputs["image_grid_thw"] = vision["image_grid_thw"].to(self._device)
+        present = [v for v in visions if v is not None]
+        if present:
+            if len(present) == 1:
+                pixels, grids = present[0]["pixel_values"], present[0]["image_grid_thw"]
+            else:
+                torch = import_torch()
+                pixels = torch.cat([v["pixel_values"] for v in present])
+                grids = torch.cat([v["image_grid_thw"] for v in present])
+            inputs["pixel_values"] = pixels.to(device=self._device, dtype=self._dtype)
+            inputs["image_grid_thw"] = grids.to(self._device)
         return inputs
 
 
