@@ -15,9 +15,10 @@ instance as ``BENCHMARK``, plus one catalog line pointing at it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -240,6 +241,9 @@ class Benchmark(ABC):
     scorer_options: ClassVar[Sequence[CliOption]] = ()
     #: options of ``score``/``run`` that are not part of the scorer's identity
     score_options: ClassVar[Sequence[CliOption]] = ()
+    #: whether scoring asks a judge: ``score``/``run`` then take ``--judge-cache`` and the
+    #: run can be checked with ``vidmem judge-agreement``
+    asks_judge: ClassVar[bool] = False
     #: the output side, as ``"module:function"`` (``demo_module``: a module), imported
     #: only when used so that listing benchmarks stays light
     summary_printer: ClassVar[str | None] = None
@@ -300,6 +304,28 @@ class Benchmark(ABC):
     @abstractmethod
     def load_backends(self, config: Any) -> Any:
         """Load the scorer's models for ``config`` (called once per process and config)."""
+
+    def with_judges(self, backends: Any, wrap: Callable[[Any], Any]) -> Any:
+        """``backends`` with every judge replaced by ``wrap(judge)`` (the runner's answer
+        cache, the agreement check's recorder).
+
+        The default handles ``load_backends`` returning a judge, a mapping or a dataclass
+        whose values include judges (anything with ``judge_many`` and ``info``);
+        a benchmark with another shape overrides it.
+        """
+        def is_judge(value: Any) -> bool:
+            return callable(getattr(value, "judge_many", None)) and callable(
+                getattr(value, "info", None))
+
+        if is_judge(backends):
+            return wrap(backends)
+        if isinstance(backends, Mapping):
+            return {k: wrap(v) if is_judge(v) else v for k, v in backends.items()}
+        if dataclasses.is_dataclass(backends) and not isinstance(backends, type):
+            changes = {f.name: wrap(getattr(backends, f.name))
+                       for f in dataclasses.fields(backends) if is_judge(getattr(backends, f.name))}
+            return dataclasses.replace(backends, **changes) if changes else backends
+        return backends
 
     @abstractmethod
     def score_item(self, request: Mapping[str, Any], backends: Any) -> dict[str, Any]:

@@ -68,7 +68,7 @@ def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
     # The request options (length, seed ...) shape what run generates and what score
     # expects to find, so both commands take them.
     return params + _declared(bench.requests_options) + _declared(bench.scorer_options) + \
-        _declared(bench.score_options) + [
+        _declared(bench.score_options) + _judge_cache_option(bench) + [
         _param("allow_missing", bool, False, "--allow-missing", help=bench.allow_missing_help),
         _param("workers", int, 1, "--workers", help="Worker processes.", min=1),
         _param("resume", bool, False, "--resume", help="Continue an interrupted run."),
@@ -76,6 +76,24 @@ def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
         _param("quiet", bool, False, "--quiet", "-q", help="No progress bars or tables."),
         _param("as_json", bool, False, "--json", help="Print machine-readable JSON only."),
     ]
+
+
+def _judge_cache_option(bench: Any) -> list[inspect.Parameter]:
+    if not bench.asks_judge:
+        return []
+    return [_param("judge_cache", str | None, None, "--judge-cache", envvar="VIDMEM_JUDGE_CACHE",
+                   help="SQLite file of the judge's usable answers, shared across runs: a "
+                   "question asked before is not asked again. 'off' asks every question. "
+                   "Default: judge-answers.sqlite in the user cache folder.")]
+
+
+def judge_cache_path(value: str | None) -> Path | None:
+    """``--judge-cache``: the cache file, or ``None`` for ``off``."""
+    from vidmem.runners.judge_cache import default_judge_cache_path
+
+    if value is None or not value.strip():
+        return default_judge_cache_path()
+    return None if value.strip().lower() in ("off", "none", "no") else Path(value).expanduser()
 
 
 def make_command(verb: str, bench: Any) -> Any:
@@ -100,7 +118,8 @@ def make_command(verb: str, bench: Any) -> Any:
             bench, bench.load(values["root"]), videos=values.get("videos"), out=values["out"],
             gen=gen, config=config, allow_missing=values["allow_missing"],
             workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
-            quiet=quiet, options=options, requests=requests)
+            quiet=quiet, options=options, requests=requests,
+            judge_cache=judge_cache_path(values["judge_cache"]) if bench.asks_judge else None)
         if values["as_json"]:
             print_json(outcome.summary)
         elif not quiet:

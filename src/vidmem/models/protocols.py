@@ -142,6 +142,14 @@ class JudgeRequest:
             dicts). VLM judges read only ``prompt`` and ``images``; judges that are not
             VLMs (such as the sim world's card judge) read ``payload`` instead of
             parsing prose. Never holds ground truth.
+        answer_model: a pydantic model class the answer must validate against
+            (strictly: nothing is coerced). ``judge/openai`` also sends its JSON schema
+            as ``response_format`` so that servers with guided decoding (vLLM, SGLang)
+            can only produce a valid object. ``None``: only ``required_keys`` and
+            ``key_types`` are checked.
+        contract: which versioned prompt template asked the question
+            (``"benchmark/prompt@version"``, see :mod:`vidmem.benchmarks.prompts`);
+            recorded with the answer and part of the answer cache's key.
     """
 
     item_id: str
@@ -150,8 +158,18 @@ class JudgeRequest:
     required_keys: tuple[str, ...] = ()
     payload: dict[str, Any] = field(default_factory=dict)
     key_types: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+    answer_model: type | None = None
+    contract: str = ""
 
     def __post_init__(self) -> None:
+        model = self.answer_model
+        if model is not None and not (isinstance(model, type)
+                                      and callable(getattr(model, "model_validate", None))):
+            raise UserInputError(
+                f"judge item '{self.item_id}': answer_model must be a pydantic model class, "
+                f"found {model!r}",
+                hint="define class Answer(pydantic.BaseModel) and pass answer_model=Answer",
+            )
         types: dict[str, tuple[str, ...]] = {}
         for key, allowed in dict(self.key_types or {}).items():
             try:
@@ -182,6 +200,7 @@ class JudgeResult:
         attempts: how many calls were made.
         error: what went wrong, for non-ok results.
         judge: the judge's registry name, so every number says who produced it.
+        cached: the answer came from the answer cache (no model call was made now).
     """
 
     item_id: str
@@ -191,6 +210,7 @@ class JudgeResult:
     attempts: int
     judge: str
     error: str | None = None
+    cached: bool = False
 
 
 @runtime_checkable

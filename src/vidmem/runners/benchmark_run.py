@@ -57,15 +57,32 @@ class Outcome:
 # ----------------------------------------------------------------------------- workers
 
 
-#: loaded backends by (benchmark name, scorer configuration), one load per process:
-#: worker processes keep their models across items.
-_BACKENDS: dict[tuple[str, str], Any] = {}
+#: loaded backends by (benchmark name, scorer configuration, judge answer cache), one
+#: load per process: worker processes keep their models across items.
+_BACKENDS: dict[tuple[str, str, str | None], Any] = {}
+#: the answer-cached judges inside each entry of _BACKENDS, for the per-item counts
+_CACHED_JUDGES: dict[tuple[str, str, str | None], list[Any]] = {}
+
+#: key of a score item's stored ``response`` that counts its judge answers
+JUDGE_ANSWERS = "judge_answers"
 
 
-def _backends(bench: Benchmark, config_json: str) -> Any:
-    key = (bench.name, config_json)
+def _backends(bench: Benchmark, config_json: str, judge_cache: str | None = None) -> Any:
+    key = (bench.name, config_json, judge_cache)
     if key not in _BACKENDS:
-        _BACKENDS[key] = bench.load_backends(bench.config_from_dict(json.loads(config_json)))
+        backends = bench.load_backends(bench.config_from_dict(json.loads(config_json)))
+        judges: list[Any] = []
+        if judge_cache is not None and bench.asks_judge:
+            from vidmem.runners.judge_cache import AnswerCache, CachedJudge
+
+            cache = AnswerCache(judge_cache)
+
+            def wrap(judge: Any) -> Any:
+                judges.append(CachedJudge(judge, cache))
+                return judges[-1]
+
+            backends = bench.with_judges(backends, wrap)
+        _BACKENDS[key], _CACHED_JUDGES[key] = backends, judges
     return _BACKENDS[key]
 
 
@@ -73,9 +90,25 @@ def _config_json(config: Any) -> str:
     return json.dumps(config.to_dict(), sort_keys=True)
 
 
-def _score_work(bench: Benchmark, item: WorkItem) -> dict[str, Any]:
-    backends = _backends(bench, json.dumps(item.request["scorer"], sort_keys=True))
-    return bench.score_item(item.request, backends)
+def _answer_counts(key: tuple[str, str, str | None]) -> dict[str, int]:
+    counts = {"from_cache": 0, "asked": 0}
+    for judge in _CACHED_JUDGES.get(key, ()):
+        for name, n in judge.answer_counts().items():
+            counts[name] += n
+    return counts
+
+
+def _score_work(bench: Benchmark, item: WorkItem, judge_cache: str | None = None) -> dict[str, Any]:
+    config_json = json.dumps(item.request["scorer"], sort_keys=True)
+    backends = _backends(bench, config_json, judge_cache)
+    key = (bench.name, config_json, judge_cache)
+    before = _answer_counts(key)
+    result = bench.score_item(item.request, backends)
+    if _CACHED_JUDGES.get(key) and isinstance(result.get("response"), Mapping):
+        after = _answer_counts(key)
+        result = {**result, "response": {
+            **result["response"], JUDGE_ANSWERS: {k: after[k] - before[k] for k in after}}}
+    return result
 
 
 # --------------------------------------------------------------------------- entry points
@@ -116,31 +149,37 @@ def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: di
 def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
           allow_missing: bool = False, workers: int = 1, quiet: bool = False,
           options: Mapping[str, Any] | None = None,
-          requests: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          requests: Mapping[str, Any] | None = None,
+          judge_cache: str | Path | None = None) -> dict[str, Any]:
     """Score every item's video in ``videos`` into ``run``; write and return the summary.
 
     ``options`` are the benchmark's ``score_options``; ``requests`` its
-    ``requests_options`` (what the videos were asked to be, e.g. their length).
+    ``requests_options`` (what the videos were asked to be, e.g. their length);
+    ``judge_cache`` the judge answer cache's file (``None``: none), see
+    :mod:`vidmem.runners.judge_cache`.
     """
     return _score(bench, ds, run, videos, config, allow_missing=allow_missing, workers=workers,
-                  quiet=quiet, options=options, requests=requests)[0]
+                  quiet=quiet, options=options, requests=requests, judge_cache=judge_cache)[0]
 
 
 def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
            allow_missing: bool, workers: int, quiet: bool, options: Mapping[str, Any] | None,
-           requests: Mapping[str, Any] | None) -> tuple[dict[str, Any], Outcome]:
+           requests: Mapping[str, Any] | None,
+           judge_cache: str | Path | None = None) -> tuple[dict[str, Any], Outcome]:
+    cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
     scan = bench.find_outputs(ds, videos)
     if scan.missing and not allow_missing:
         scan.raise_if_missing()
     items = [WorkItem.make(s.item_id, "score", dict(s.request), unkeyed=s.unkeyed)
              for s in bench.score_items(ds, scan, config, run.path, **dict(requests or {}))]
     with run.items() as store:
-        if any(item.key not in store.done_keys() for item in items):
+        done_before = store.done_keys()
+        if any(item.key not in done_before for item in items):
             # Load the backends here first: a bad option or missing weights is one clear
             # error now, not the same error stored once per item.
-            _backends(bench, _config_json(config))
-        summary = execute(store, items, partial(_score_work, bench), workers=workers,
-                          progress=not quiet, quiet=quiet)
+            _backends(bench, _config_json(config), cache)
+        summary = execute(store, items, partial(_score_work, bench, judge_cache=cache),
+                          workers=workers, progress=not quiet, quiet=quiet)
         keys = {i.key for i in items}
         stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in keys}
     rows = []
@@ -160,6 +199,9 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
                       execution=summary.as_counts())
     result = bench.aggregate(rows, config, outcome)
     result.update(bench.summary_extras(rows, dict(options or {})))
+    if bench.asks_judge:
+        result[JUDGE_ANSWERS] = _judge_answers(
+            [s for s in stored.values() if s.key not in done_before], cache)
     (run.path / SUMMARY_JSON).write_text(json.dumps(result, indent=2), encoding="utf-8")
     run.set_counts({**summary.as_counts(), f"{bench.item_word}s": len(rows),
                     "missing": len(scan.missing)})
@@ -167,9 +209,21 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
     return result, outcome
 
 
-def record_backends(bench: Benchmark, run: RunDir, config: Any) -> None:
+def _judge_answers(scored_now: list[Any], cache: str | None) -> dict[str, Any]:
+    """How the judge questions of the items scored in this call were answered."""
+    counts = {"from_cache": 0, "asked": 0}
+    for s in scored_now:
+        answers = (s.response or {}).get(JUDGE_ANSWERS) if isinstance(s.response, Mapping) else None
+        for name in counts:
+            counts[name] += int((answers or {}).get(name, 0))
+    return {**counts, "items_scored_now": len(scored_now), "cache": cache}
+
+
+def record_backends(bench: Benchmark, run: RunDir, config: Any,
+                    judge_cache: str | Path | None = None) -> None:
     """Write the loaded backends' names, weights and hashes into run.json (if loaded)."""
-    backends = _BACKENDS.get((bench.name, _config_json(config)))
+    cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
+    backends = _BACKENDS.get((bench.name, _config_json(config), cache))
     if backends is not None:
         run.set_backends(bench.backend_infos(backends))
 
@@ -216,6 +270,7 @@ def run_benchmark(
     quiet: bool,
     options: Mapping[str, Any] | None = None,
     requests: Mapping[str, Any] | None = None,
+    judge_cache: str | Path | None = None,
     argv: list[str] | None = None,
 ) -> RunResult:
     """Score ``videos`` (``gen`` is None) or generate them with ``gen`` and score them.
@@ -260,8 +315,8 @@ def run_benchmark(
                 + bench.allow_missing_help)
     result, outcome = _score(bench, ds, run, videos, config,  # type: ignore[arg-type]
                              allow_missing=allow_missing, workers=workers, quiet=quiet,
-                             options=options, requests=requests)
-    record_backends(bench, run, config)
+                             options=options, requests=requests, judge_cache=judge_cache)
+    record_backends(bench, run, config, judge_cache)
     result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
     return RunResult(result, run, list(outcome.errors), outcome.n_items)
 
@@ -269,5 +324,10 @@ def run_benchmark(
 def print_result(bench: Benchmark, console: Console, result: Mapping[str, Any], run: RunDir) -> None:
     """The benchmark's summary, then where the report is."""
     bench.print_summary(console, result, run)
+    answers = result.get(JUDGE_ANSWERS)
+    if answers:
+        where = f" ({answers['cache']})" if answers.get("cache") else " (no answer cache)"
+        console.print(f"judge: {answers['asked']} questions asked, {answers['from_cache']} "
+                      f"answered from the cache{where}", highlight=False)
     console.print(f"report: {result['report']['html']}", highlight=False)
 

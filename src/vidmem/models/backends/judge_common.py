@@ -39,6 +39,7 @@ __all__ = [
     "JudgeReply",
     "follow_up_messages",
     "read_reply",
+    "schema_problem",
 ]
 
 #: Sentence every "JSON only" follow-up contains (tests and logs look for it).
@@ -68,12 +69,15 @@ def read_reply(
     *,
     token_limit: str,
     key_types: Mapping[str, str | Sequence[str]] | None = None,
+    answer_model: type | None = None,
 ) -> tuple[dict[str, Any] | None, str]:
     """Parse a reply; return ``(data, "")`` or ``(None, why it is not usable)``.
 
     Unusable: no JSON object, an object holding a non-finite number, a missing
     ``required`` key, or a value whose JSON type ``key_types`` does not allow (see
-    :func:`vidmem.models.json_extract.wrong_types`); nothing is coerced. ``token_limit``
+    :func:`vidmem.models.json_extract.wrong_types`), or an object that ``answer_model``
+    (a pydantic model) does not validate in strict mode; nothing is coerced, and the data
+    returned is the object as the model wrote it. ``token_limit``
     names the setting that cut a ``"length"`` reply (``max_tokens``, ``max_new_tokens``)
     in the reason.
     """
@@ -89,7 +93,36 @@ def read_reply(
     wrong = wrong_types(data, key_types or {})
     if wrong:
         return None, f"the JSON object has values of the wrong type: {'; '.join(wrong)}"
+    if answer_model is not None:
+        problem = schema_problem(data, answer_model)
+        if problem:
+            return None, f"the JSON object does not match the answer schema: {problem}"
     return data, ""
+
+
+def schema_problem(data: Mapping[str, Any], answer_model: type) -> str:
+    """Why ``data`` fails ``answer_model`` (a pydantic model, strict mode); ``""`` if it passes.
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> class Answer(BaseModel):
+        ...     present: bool
+        >>> schema_problem({"present": True}, Answer)
+        ''
+        >>> schema_problem({"present": "yes"}, Answer)
+        'present: Input should be a valid boolean'
+    """
+    from pydantic import ValidationError
+
+    try:
+        answer_model.model_validate(dict(data), strict=True)  # type: ignore[attr-defined]
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        parts = [f"{'.'.join(str(p) for p in e['loc']) or '(object)'}: {e['msg']}"
+                 for e in errors[:3]]
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        return "; ".join(parts) + more
+    return ""
 
 
 def follow_up_messages(
@@ -215,7 +248,8 @@ class JudgeExchange(ManyJudging):
         if reply is None:
             return self._result(request, "error", None, "", attempts, error)
         data, problem = read_reply(
-            reply, required, token_limit=self._token_limit, key_types=key_types
+            reply, required, token_limit=self._token_limit, key_types=key_types,
+            answer_model=request.answer_model,
         )
         if data is not None:
             return self._result(request, "ok", data, reply.text, attempts, None)
@@ -237,7 +271,8 @@ class JudgeExchange(ManyJudging):
                 f"{problem}; the JSON-only follow-up got no answer: {error}",
             )
         data, problem2 = read_reply(
-            second, required, token_limit=self._token_limit, key_types=key_types
+            second, required, token_limit=self._token_limit, key_types=key_types,
+            answer_model=request.answer_model,
         )
         if data is not None:
             return self._result(request, "ok", data, second.text, attempts, None)
