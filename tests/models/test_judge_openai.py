@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from PIL import Image
+from pydantic import BaseModel
 
 from vidmem.errors import UserInputError
 from vidmem.models.backends.judge_openai import (
@@ -119,7 +120,8 @@ class FakeServer:
                     body_bytes = json.dumps(completion(body, behaviour)).encode()
                     self._trickle(body_bytes, behaviour["pad"], behaviour["trickle"])
                 elif "status" in behaviour:
-                    err = {"error": {"message": f"scripted {behaviour['status']}", "type": "x"}}
+                    err = {"error": {"message": behaviour.get("message", f"scripted {behaviour['status']}"),
+                                     "type": "x"}}
                     self._send(
                         behaviour["status"], json.dumps(err).encode(), behaviour.get("headers")
                     )
@@ -707,3 +709,87 @@ def test_sample_clip_frames_from_path(tmp_path):
 def test_encode_rejects_bad_format():
     with pytest.raises(UserInputError, match="image_format"):
         encode_image_data_url(np.zeros((2, 2, 3), np.uint8), image_format="bmp")
+
+
+# --------------------------------------------------------- schema-constrained answers
+
+
+class PresentAnswer(BaseModel):
+    present: bool
+    count: int
+
+
+def schema_req(item_id: str = "clip-1") -> JudgeRequest:
+    return JudgeRequest(item_id, 'Answer as JSON: {"present": bool, "count": int}',
+                        required_keys=("present", "count"), answer_model=PresentAnswer)
+
+
+def test_the_answer_schema_goes_out_as_response_format(server):
+    server.script = [{"content": '{"present": true, "count": 2}'}]
+    r = make_judge(server).judge(schema_req())
+    assert r.status == "ok" and r.data == {"present": True, "count": 2}
+    fmt = server.requests[0]["body"]["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "PresentAnswer"
+    assert fmt["json_schema"]["schema"] == PresentAnswer.model_json_schema()
+
+
+def test_no_schema_is_sent_when_switched_off_or_not_asked(server):
+    server.default = {"content": '{"present": true, "count": 2}'}
+    make_judge(server, json_schema=False).judge(schema_req())
+    make_judge(server).judge(req())
+    assert all("response_format" not in r["body"] for r in server.requests)
+
+
+@pytest.mark.parametrize("bad", ['{"present": "true", "count": 2}', '{"present": true, "count": 2.5}',
+                                 '{"present": true, "count": "2"}'])
+def test_answers_failing_the_schema_are_never_coerced(server, bad):
+    server.default = {"content": bad}
+    r = make_judge(server).judge(schema_req())
+    assert r.status == "unparsable" and r.data is None
+    assert "does not match the answer schema" in r.error and len(server.requests) == 2
+
+
+def test_a_server_refusing_the_schema_is_asked_prompt_only_and_says_so_once(server, caplog):
+    refusal = {"status": 400, "message": "response_format type json_schema is not supported"}
+    server.script = [refusal, {"content": '{"present": false, "count": 0}'}]
+    server.default = {"content": '{"present": true, "count": 1}'}
+    judge = make_judge(server)
+    with caplog.at_level("WARNING"):
+        first = judge.judge(schema_req("clip-1"))
+        second = judge.judge(schema_req("clip-2"))
+    assert first.status == "ok" and first.data == {"present": False, "count": 0}
+    assert first.attempts == 2 and second.status == "ok"
+    sent = [r["body"].get("response_format") for r in server.requests]
+    assert sent[0]["type"] == "json_schema" and sent[1:] == [None, None]
+    assert "json_schema is not supported" in judge.schema_refused
+    assert sum("refused response_format json_schema" in m for m in caplog.messages) == 1
+
+
+def test_another_bad_request_is_an_error_not_a_fallback(server):
+    server.default = {"status": 400, "message": "messages: too many images"}
+    r = make_judge(server).judge(schema_req())
+    assert r.status == "error" and "too many images" in r.error
+    assert len(server.requests) == 1 and make_judge(server).schema_refused is None
+
+
+def test_check_schema_tells_accepting_ignoring_and_refusing_servers_apart(server):
+    server.script = [{"content": '{"ok": true}'}, {"content": "Sure! ok"},
+                     {"status": 400, "message": "guided decoding (json_schema) is not enabled"}]
+    judge = make_judge(server)
+    assert judge.check_schema() == (True, "accepts response_format json_schema (guided decoding)")
+    ok, why = judge.check_schema()
+    assert ok is True and "may ignore the schema" in why
+    ok, why = judge.check_schema()
+    assert ok is False and "guided decoding" in why
+    server.default = {"status": 500}
+    ok, why = make_judge(server, max_retries=0).check_schema()
+    assert ok is None and "HTTP 500" in why
+    assert all(r["body"]["response_format"]["type"] == "json_schema" for r in server.requests)
+
+
+def test_doctor_reports_the_schema_check(server):
+    from vidmem.runners.doctor import _judge_status
+
+    server.default = {"content": '{"ok": true}'}
+    status = _judge_status(server.url, MODEL)
+    assert status["answers"] is True and status["json_schema"] is True

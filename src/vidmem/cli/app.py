@@ -142,6 +142,8 @@ def doctor(
     out.print(bt)
     judge = report["judge"]
     out.print(f"judge endpoint: {judge['url'] or '-'}: {judge['detail']}")
+    if judge.get("answers"):
+        out.print(f"judge answer schema: {judge['json_schema_detail']}")
 
 
 # ----------------------------------------------------------------------------- demo

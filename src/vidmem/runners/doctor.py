@@ -71,7 +71,12 @@ def _judge_status(judge_url: str | None, judge_model: str | None) -> dict[str, A
         ping = judge.ping()
     except VidmemError as exc:
         return {"url": judge_url, "answers": False, "detail": exc.message}
-    return {"url": judge_url, "answers": ping.ok, "detail": ping.message, "models": list(ping.models)}
+    status = {"url": judge_url, "answers": ping.ok, "detail": ping.message,
+              "models": list(ping.models), "json_schema": None,
+              "json_schema_detail": "not checked: the server does not answer"}
+    if ping.ok:
+        status["json_schema"], status["json_schema_detail"] = judge.check_schema()
+    return status
 
 
 def diagnose(

@@ -58,7 +58,12 @@ from typing import Any
 from vidmem.errors import UserInputError
 from vidmem.models.backends.base import BackendBase
 from vidmem.models.backends.image_checks import JUDGE_WORDING, check_image
-from vidmem.models.backends.judge_common import JSON_ONLY_INSTRUCTION, Attempt, JudgeExchange
+from vidmem.models.backends.judge_common import (
+    JSON_ONLY_INSTRUCTION,
+    Attempt,
+    JudgeExchange,
+    read_reply,
+)
 from vidmem.models.backends.judge_frames import (
     IMAGE_FORMATS,
     clip_frame_indices,
@@ -68,6 +73,7 @@ from vidmem.models.backends.judge_frames import (
 from vidmem.models.backends.judge_openai_http import (
     ChatServerCalls,
     JudgePing,
+    SchemaRefused,
     redact_url,
     remember_socket,
 )
@@ -138,7 +144,14 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         max_tokens: reply length limit (``None``: the server's default).
         seed: sent to servers that support it (``None``: not sent).
         response_format_json: also send ``response_format={"type": "json_object"}``;
-            off by default because not every server accepts it.
+            off by default because not every server accepts it. Not sent with a
+            request that carries an answer schema (``json_schema`` below is sent then).
+        json_schema: for a request with an ``answer_model``, send its JSON schema as
+            ``response_format={"type": "json_schema", ...}``: servers with guided
+            decoding (vLLM, SGLang) then can only produce a valid object. A server
+            that refuses it (an HTTP 400 naming the schema) is asked again without it,
+            and from then on prompt-only, with one warning; the answer is validated
+            against the schema either way (see :attr:`schema_refused`).
         extra_body: extra JSON fields for the request body, e.g. vLLM's
             ``{"chat_template_kwargs": {"enable_thinking": False}}``. Recorded.
         official: whether this model is the judge a protocol prescribes; the
@@ -170,6 +183,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         max_tokens: int | None = 1024,
         seed: int | None = 0,
         response_format_json: bool = False,
+        json_schema: bool = True,
         extra_body: Mapping[str, Any] | None = None,
         official: bool = False,
         weights: str | Path | None = None,
@@ -271,6 +285,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             jpeg_quality=int(jpeg_quality) if fmt == "jpeg" else None,
             max_image_side=None if max_image_side is None else int(max_image_side),
             response_format_json=bool(response_format_json),
+            json_schema=bool(json_schema),
             extra_body=dict(extra_body) if extra_body else None,
             timeout_seconds=float(timeout_seconds),
             max_retries=int(max_retries),
@@ -294,6 +309,9 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         self.max_tokens = None if max_tokens is None else int(max_tokens)
         self.seed = seed
         self.response_format_json = bool(response_format_json)
+        self.json_schema = bool(json_schema)
+        #: the server refused ``json_schema``: requests go prompt-only from then on
+        self.schema_refused: str | None = None
         self.extra_body = dict(extra_body) if extra_body else None
 
         import openai
@@ -335,7 +353,8 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             content.append({"type": "image_url", "image_url": {"url": url}})
         return content
 
-    def _body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, Any]],
+              answer_model: type | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -345,11 +364,55 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             body["max_tokens"] = self.max_tokens
         if self.seed is not None:
             body["seed"] = self.seed
-        if self.response_format_json:
+        if answer_model is not None and self.json_schema and self.schema_refused is None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": answer_model.__name__,
+                "schema": answer_model.model_json_schema(),  # type: ignore[attr-defined]
+            }}
+        elif self.response_format_json:
             body["response_format"] = {"type": "json_object"}
         if self.extra_body:
             body["extra_body"] = dict(self.extra_body)
         return body
+
+    def check_schema(self, timeout_seconds: float = 30.0) -> tuple[bool | None, str]:
+        """Ask one tiny text question with a JSON schema (for ``vidmem doctor``).
+
+        Returns ``(True, ...)`` when the server took ``response_format`` ``json_schema``,
+        ``(False, why)`` when it refused it, ``(None, why)`` when no answer came.
+        Never raises for server misbehaviour.
+        """
+        from pydantic import BaseModel
+
+        class SchemaProbe(BaseModel):
+            ok: bool
+
+        text = 'Reply with the JSON object {"ok": true} and nothing else.'
+        body = self._body([{"role": "user", "content": [{"type": "text", "text": text}]}],
+                          SchemaProbe)
+        body["max_tokens"] = 32
+        deadline = time.monotonic() + min(float(timeout_seconds), self.max_total_seconds)
+        try:
+            reply, _, error = self._call(body, deadline, "schema check")
+        except SchemaRefused as why:
+            return False, (f"refuses response_format json_schema ({why}): answers are asked "
+                           "prompt-only and still validated against the schema")
+        if reply is None:
+            return None, f"no answer to a one-line test question: {error}"
+        data, _ = read_reply(reply, ("ok",), token_limit="max_tokens", answer_model=SchemaProbe)
+        if data is None:
+            return True, ("accepts response_format json_schema, but the reply did not follow "
+                          "it: the server may ignore the schema (no guided decoding)")
+        return True, "accepts response_format json_schema (guided decoding)"
+
+    def _schema_refusal(self, why: str) -> None:
+        with self._lock:
+            first, self.schema_refused = self.schema_refused is None, self.schema_refused or why
+        if first:
+            self._log.warning(
+                "%s: %s refused response_format json_schema (%s); asking prompt-only from now "
+                "on, answers are still validated against the schema",
+                self.name, redact_url(self.base_url), why)
 
     # --------------------------------------------------------------------- judge
 
@@ -366,6 +429,12 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         deadline = time.monotonic() + self.max_total_seconds
 
         def ask(messages: list[dict[str, Any]]) -> Attempt:
-            return self._call(self._body(messages), deadline, request.item_id)
+            try:
+                return self._call(self._body(messages, request.answer_model), deadline,
+                                  request.item_id)
+            except SchemaRefused as refusal:
+                self._schema_refusal(str(refusal))
+            reply, calls, error = self._call(self._body(messages), deadline, request.item_id)
+            return reply, calls + 1, error
 
         return self._exchange(request, user, lambda: ask([user]), ask)

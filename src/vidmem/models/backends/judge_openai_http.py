@@ -40,7 +40,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from vidmem.models.backends.judge_common import Attempt, JudgeReply
 
-__all__ = ["ChatServerCalls", "JudgePing", "redact_url", "remember_socket"]
+__all__ = ["ChatServerCalls", "JudgePing", "SchemaRefused", "redact_url", "remember_socket"]
 
 _RETRY_STATUS = frozenset({408, 409, 429})
 
@@ -76,6 +76,30 @@ class JudgePing:
     latency_seconds: float
     models: tuple[str, ...] = field(default_factory=tuple)
     message: str = ""
+
+
+class SchemaRefused(Exception):
+    """The server refused ``response_format`` ``json_schema`` (no guided decoding there);
+    the caller asks again without it. ``message`` is the server's reason."""
+
+
+#: words of a 400 that refuses the answer schema rather than the request
+_SCHEMA_WORDS = ("response_format", "json_schema", "guided", "grammar", "structured", "schema")
+
+
+def _refuses_schema(body: dict[str, Any], status: int, detail: str) -> bool:
+    """Whether an HTTP error answers a request with a JSON schema by refusing the schema.
+
+    Example:
+        >>> body = {"response_format": {"type": "json_schema"}}
+        >>> _refuses_schema(body, 400, "response_format json_schema is not supported")
+        True
+        >>> _refuses_schema(body, 400, "messages: image too large"), _refuses_schema({}, 400, "schema")
+        (False, False)
+    """
+    fmt = body.get("response_format") or {}
+    return (fmt.get("type") == "json_schema" and status in (400, 422, 501)
+            and any(w in detail.lower() for w in _SCHEMA_WORDS))
 
 
 class _Transport(Exception):
@@ -234,6 +258,8 @@ class ChatServerCalls:
             status = exc.status_code
             retry_after = _retry_after_seconds(exc.response.headers.get("retry-after"))
             detail = str(exc.message)[:300]
+            if _refuses_schema(body, status, detail):
+                raise SchemaRefused(f"HTTP {status}: {detail}") from None
             retryable = status in _RETRY_STATUS or status >= 500
             hint = ""
             if status == 404:
@@ -268,7 +294,11 @@ class ChatServerCalls:
         return JudgeReply(text if isinstance(text, str) else "", finish)
 
     def _call(self, body: dict[str, Any], deadline: float, item_id: str) -> Attempt:
-        """Call with transport retries. Returns ``(reply or None, calls made, error)``."""
+        """Call with transport retries. Returns ``(reply or None, calls made, error)``.
+
+        Raises:
+            SchemaRefused: the server refused the body's ``response_format`` schema.
+        """
         calls = 0
         last_error = "no call made"
         # Which deadline rule ended the retries; tenacity only re-raises the last error,
