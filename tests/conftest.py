@@ -151,8 +151,9 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Point vidmem's content-hash cache at a per-session temp dir."""
+    """Point vidmem's caches (arrays, judge answers) at a per-session temp dir."""
     monkeypatch.setenv("VIDMEM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "vidmem-cache"))
+    monkeypatch.delenv("VIDMEM_JUDGE_CACHE", raising=False)
 
 
 # -- shared sim builds (built once per session: they take seconds) -----------------------
