@@ -19,6 +19,7 @@ from rich.table import Table
 from vidmem import __version__
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.groups import BenchmarkGroup
+from vidmem.cli.judge_commands import judge_agreement
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.registry import REGISTRIES, unknown_name_message
 
@@ -195,6 +196,9 @@ def report(
         return
     for kind, path in paths.items():
         out.print(f"{kind}: {path}")
+
+
+app.command("judge-agreement")(judge_agreement)
 
 
 # ------------------------------------------------------------------------------- sim
