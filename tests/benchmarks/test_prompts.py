@@ -79,3 +79,21 @@ def test_every_shipped_prompt_loads():
     for path in sorted(root.glob("*/prompts/*.toml")):
         p = load_prompt(f"vidmem.benchmarks.{path.parent.parent.name}", path.stem)
         assert p.benchmark == path.parent.parent.name, path
+
+
+def test_a_request_may_narrow_the_answer_model_but_not_swap_it(tmp_path):
+    from typing import Literal
+
+    from pydantic import BaseModel, create_model
+
+    p = load_prompt(write(tmp_path), "present")
+    only_true = create_model("OnlyTrue", __base__=p.answer_model, present=(Literal[True], ...))
+    req = p.request("clip-1", answer_model=only_true, who="the cat")
+    assert req.answer_model is only_true
+    assert json.loads(req.prompt.split("Schema: ", 1)[1])["properties"]["present"]["const"] is True
+
+    class Other(BaseModel):
+        present: bool
+
+    with pytest.raises(UserInputError, match="not a subclass"):
+        p.request("clip-1", answer_model=Other, who="the cat")

@@ -75,15 +75,17 @@ class PromptTemplate:
     def answer_schema(self) -> dict[str, Any]:
         return self.answer_model.model_json_schema()  # type: ignore[attr-defined]
 
-    def render(self, **values: Any) -> str:
-        """The prompt text for ``values`` (plus ``answer_schema``), stripped."""
+    def render(self, answer_model: type | None = None, **values: Any) -> str:
+        """The prompt text for ``values`` (plus ``answer_schema``: that of ``answer_model``,
+        default the file's), stripped."""
         import jinja2
 
+        schema = (answer_model or self.answer_model).model_json_schema()  # type: ignore[attr-defined]
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
                                  autoescape=False)
         try:
             text = env.from_string(self.template).render(
-                answer_schema=json.dumps(self.answer_schema, indent=2), **values)
+                answer_schema=json.dumps(schema, indent=2), **values)
         except jinja2.TemplateError as exc:
             raise UserInputError(
                 f"judge prompt {self.path}: cannot render it ({exc})",
@@ -91,13 +93,23 @@ class PromptTemplate:
             ) from None
         return text.strip()
 
-    def request(self, item_id: str, images: Sequence[np.ndarray] = (), **values: Any) -> JudgeRequest:
+    def request(self, item_id: str, images: Sequence[np.ndarray] = (), *,
+                answer_model: type | None = None, **values: Any) -> JudgeRequest:
         """A judge request asking this prompt about ``images``; the answer must hold
-        the answer model's required fields and validate against it."""
-        required = tuple(name for name, f in self.answer_model.model_fields.items()  # type: ignore[attr-defined]
+        the answer model's required fields and validate against it.
+
+        ``answer_model`` narrows the file's model for this one question (e.g. entity ids
+        restricted to a segment's roster); it must be a subclass of the file's model.
+        """
+        model = answer_model or self.answer_model
+        if not (isinstance(model, type) and issubclass(model, self.answer_model)):
+            raise UserInputError(
+                f"judge prompt {self.path}: answer_model {model!r} is not a subclass of the "
+                f"file's answer model {self.answer_model.__name__}")
+        required = tuple(name for name, f in model.model_fields.items()  # type: ignore[attr-defined]
                          if f.is_required())
-        return JudgeRequest(item_id=item_id, prompt=self.render(**values), images=tuple(images),
-                            required_keys=required, answer_model=self.answer_model,
+        return JudgeRequest(item_id=item_id, prompt=self.render(model, **values),
+                            images=tuple(images), required_keys=required, answer_model=model,
                             contract=self.contract)
 
     def describe(self) -> dict[str, Any]:
