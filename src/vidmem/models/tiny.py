@@ -41,6 +41,7 @@ from vidmem.models.tiny_embedders import (
     tiny_clip,
     tiny_dinov2,
     tiny_dinov3,
+    tiny_qwen3_embedding,
     tiny_sentence,
     tiny_siglip,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "tiny_official_cmbench",
     "tiny_owlv2",
     "tiny_owlvit",
+    "tiny_qwen3_embedding",
     "tiny_qwen_vl",
     "tiny_sam",
     "tiny_sam2",
@@ -80,6 +82,7 @@ TINY_BUILDERS: dict[str, Callable[..., Path]] = {
     "siglip": tiny_siglip,
     "siglip2": tiny_siglip,
     "sentence": tiny_sentence,
+    "qwen3-embedding": tiny_qwen3_embedding,
     "owlvit": tiny_owlvit,
     "owlv2": tiny_owlv2,
     "grounding-dino": tiny_grounding_dino,

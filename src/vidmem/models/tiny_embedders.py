@@ -1,19 +1,30 @@
-"""Tiny image and text embedders: DINOv2, DINOv3, CLIP, SigLIP and a BERT sentence encoder.
+"""Tiny image and text embedders: DINOv2, DINOv3, CLIP, SigLIP, a BERT sentence encoder
+and a Qwen3 decoder for Qwen3-Embedding.
 
-The text towers share a lower-casing word-level tokenizer over :data:`TINY_WORDS`.
+The CLIP, SigLIP and BERT text towers share a lower-casing word-level tokenizer over
+:data:`TINY_WORDS`; the Qwen3 one is byte-level (any text, instructions included).
 Each builder is re-exported by :mod:`vidmem.models.tiny`, which maps registry names
 to builders.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 from vidmem.models.backends.base import image_processor_class, import_transformers
 from vidmem.models.tiny_saving import PathLike, make_out_dir, save_seeded_model, tiny_builder
 
-__all__ = ["TINY_WORDS", "tiny_clip", "tiny_dinov2", "tiny_dinov3", "tiny_sentence", "tiny_siglip"]
+__all__ = [
+    "TINY_WORDS",
+    "tiny_clip",
+    "tiny_dinov2",
+    "tiny_dinov3",
+    "tiny_qwen3_embedding",
+    "tiny_sentence",
+    "tiny_siglip",
+]
 
 #: The word-level vocabulary of the CLIP, SigLIP and sentence tokenizers (lower-cased;
 #: any other word is the unknown token).
@@ -185,4 +196,66 @@ def tiny_sentence(path: PathLike, *, seed: int = 0) -> Path:
     (out / "sentence_bert_config.json").write_text(
         '{"max_seq_length": 48, "do_lower_case": false}', encoding="utf-8"
     )
+    return out
+
+
+def _qwen3_embedding_tokenizer(out: Path) -> int:
+    """Save a byte-level BPE (every byte a token, no merges) shaped like Qwen3-Embedding's.
+
+    As on the hub: ``tokenizer_class`` ``Qwen2Tokenizer``, ``<|endoftext|>`` is the
+    padding token and a ``TemplateProcessing`` post-processor appends it to every text.
+
+    Returns:
+        The vocabulary size (bytes + special tokens).
+    """
+    transformers = import_transformers()
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+    eod = tok.token_to_id("<|endoftext|>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A:0 <|endoftext|>:0",
+        pair="$A:0 <|endoftext|>:0 $B:1 <|endoftext|>:1",
+        special_tokens=[("<|endoftext|>", eod)],
+    )
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        model_max_length=131072,
+    )
+    fast.save_pretrained(out)
+    config_file = out / "tokenizer_config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config["tokenizer_class"] = "Qwen2Tokenizer"
+    config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return tok.get_vocab_size(with_added_tokens=True)
+
+
+@tiny_builder
+def tiny_qwen3_embedding(path: PathLike, *, seed: int = 0) -> Path:
+    """Save a tiny Qwen3 decoder (``qwen3-embedding/*``): 2 layers of width 32 (32-d).
+
+    ``model_type`` ``qwen3`` saved as ``Qwen3Model`` (what ``AutoModel`` loads), 2 query
+    heads and 1 key/value head of 16, ``max_position_embeddings`` 1024 (so the backend's
+    8192-token default is capped to 1024), and a byte-level tokenizer that ends every
+    text in ``<|endoftext|>`` as the hub's does.
+    """
+    transformers = import_transformers()
+    out = make_out_dir(path)
+    vocab_size = _qwen3_embedding_tokenizer(out)
+    config = transformers.Qwen3Config(
+        **_EMBEDDER,
+        num_key_value_heads=1,
+        head_dim=16,
+        vocab_size=vocab_size,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+    )
+    save_seeded_model(transformers.Qwen3Model, config, out, seed)
     return out
