@@ -1,0 +1,1 @@
+"""The built-in Track-A retrieval policies, one module each (see vidmem.memory.policy)."""
