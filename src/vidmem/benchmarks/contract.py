@@ -241,6 +241,8 @@ class Benchmark(ABC):
     scorer_options: ClassVar[Sequence[CliOption]] = ()
     #: options of ``score``/``run`` that are not part of the scorer's identity
     score_options: ClassVar[Sequence[CliOption]] = ()
+    #: options of ``vidmem stats`` (see :meth:`corpus_stats`)
+    stats_options: ClassVar[Sequence[CliOption]] = ()
     #: whether scoring asks a judge: ``score``/``run`` then take ``--judge-cache`` and the
     #: run can be checked with ``vidmem judge-agreement``
     asks_judge: ClassVar[bool] = False
@@ -269,6 +271,15 @@ class Benchmark(ABC):
     @abstractmethod
     def item_id(self, item: Any) -> str:
         """The id of one item."""
+
+    def corpus_stats(self, root: str | Path, **options: Any) -> dict[str, Any] | None:
+        """Statistics of the dataset at ``root`` from its files alone (no videos, no models),
+        for ``vidmem stats`` (``stats_options`` as keywords): counts of items, hours,
+        slices ... as a JSON-ready dict.
+
+        The default returns ``None``: the benchmark has no corpus statistics.
+        """
+        return None
 
     def validation_summary(self, report: Any) -> str:
         """The line printed when validation found nothing."""

@@ -176,10 +176,13 @@ requests_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
                            help="Write the generation requests of a benchmark as a manifest.")
 validate_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
                            help="Check a dataset in a benchmark's official layout; list every problem.")
+stats_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
+                        help="Corpus statistics of a dataset from its files alone (no videos).")
 app.add_typer(run_app, name="run")
 app.add_typer(score_app, name="score")
 app.add_typer(requests_app, name="requests")
 app.add_typer(validate_app, name="validate")
+app.add_typer(stats_app, name="stats")
 
 
 @app.command()

@@ -1,6 +1,6 @@
-"""`vidmem validate|requests|score|run <benchmark>`, built from the benchmark's contract.
+"""`vidmem validate|requests|score|run|stats <benchmark>`, built from the benchmark's contract.
 
-Each registered benchmark gets the same four commands: the generic options (``--root``,
+Each registered benchmark gets the same five commands: the generic options (``--root``,
 ``--out``, ``--workers`` ...) are declared here once, the benchmark's own ones come
 from its :class:`~vidmem.benchmarks.contract.CliOption` declarations. Commands are made
 when first asked for, so a benchmark registered by a plugin (or a test) gets them too.
@@ -16,8 +16,9 @@ from typing import Annotated, Any
 import typer
 
 from vidmem.cli.common import console, print_json
+from vidmem.errors import UserInputError
 
-VERBS = ("validate", "requests", "score", "run")
+VERBS = ("validate", "requests", "score", "run", "stats")
 
 
 def _param(name: str, annotation: Any, default: Any, *flags: str, help: str,
@@ -102,6 +103,8 @@ def make_command(verb: str, bench: Any) -> Any:
         return _validate_command(bench)
     if verb == "requests":
         return _requests_command(bench)
+    if verb == "stats":
+        return _stats_command(bench)
     videos = verb == "score"
 
     def score_or_run(**values: Any) -> None:
@@ -169,3 +172,41 @@ def _requests_command(bench: Any) -> Any:
     ]
     return _command(requests, params,
                     f"Write one generation request per {bench.item_word}, for any generator to fill.")
+
+
+def _stats_lines(data: Any, indent: int = 0) -> list[str]:
+    """``key: value`` lines of a nested dict; a dict of plain values goes on one line."""
+    pad, lines = "  " * indent, []
+    for key, value in data.items():
+        if isinstance(value, dict) and all(not isinstance(v, dict) for v in value.values()):
+            inner = ", ".join(f"{k} {_number(v)}" for k, v in value.items())
+            lines.append(f"{pad}{key}: {inner}")
+        elif isinstance(value, dict):
+            lines += [f"{pad}{key}:", *_stats_lines(value, indent + 1)]
+        else:
+            lines.append(f"{pad}{key}: {_number(value)}")
+    return lines
+
+
+def _number(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _stats_command(bench: Any) -> Any:
+    def stats(root: Path, as_json: bool, **options: Any) -> None:
+        data = bench.corpus_stats(root, **options)
+        if data is None:
+            raise UserInputError(
+                f"benchmark {bench.name} has no corpus statistics",
+                hint="corpus statistics come from Benchmark.corpus_stats(root, **options) in "
+                     "the benchmark's folder; this one does not define it")
+        if as_json:
+            print_json(data)
+        else:
+            console.print("\n".join(_stats_lines(data)), highlight=False)
+
+    params = [_param("root", Path, inspect.Parameter.empty, "--root", "--gold", help=bench.root_help),
+              *_declared(bench.stats_options),
+              _param("as_json", bool, False, "--json", help="Print machine-readable JSON only.")]
+    return _command(stats, params,
+                    f"Count a {bench.title} corpus from its files alone (no videos, no models).")
