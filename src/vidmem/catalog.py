@@ -75,14 +75,12 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     generators.add("sim", "vidmem.generators.sim:SimGenerator", "offline procedural world with tunable memory (perfect, none, decay:TAU, leaky:P)")
     generators.add("command", "vidmem.generators.command:CommandGenerator", "any generator run as a shell command template")
 
-    for name, summary in (
-        ("none", "no memory: the generator sees only the current prompt"),
-        ("recency", "control: the most recent earlier frames"),
-        ("random", "control: seeded random earlier frames"),
-        ("text_frame", "rank every past frame (1 fps) by text-to-image similarity"),
-        ("seg_uniform", "top-5 past segments by text similarity, their 1 fps frames"),
-        ("seg_dino_key", "top-5 segments, 3 keyframes each by farthest-point selection"),
-        ("seg_frame", "top-5 segments' frames re-ranked frame-wise, reciprocal-rank fused"),
-        ("last_seen", "privileged diagnostic: where each required entity last appeared"),
-    ):
-        policies.add(name, None, summary, status=planned)
+    # memory policies (vidmem.memory; Track-A replays them, Track-B will generate with them)
+    policies.add("text_frame", "vidmem.memory.policies.text_frame:TextFramePolicy", "rank every past frame (1 fps) by text-to-image similarity")
+    policies.add("seg_uniform", "vidmem.memory.policies.seg_uniform:SegUniformPolicy", "top-5 past segments by text similarity, their 1 fps frames")
+    policies.add("seg_dino_key", "vidmem.memory.policies.seg_dino_key:SegDinoKeyPolicy", "top-5 segments, 3 keyframes each by farthest-point selection (2 fps)")
+    policies.add("seg_frame", "vidmem.memory.policies.seg_frame:SegFramePolicy", "top-5 segments' frames re-ranked frame-wise, reciprocal-rank fused (k = 60)")
+    policies.add("recency", "vidmem.memory.policies.recency:RecencyPolicy", "control: the most recent earlier frames")
+    policies.add("random", "vidmem.memory.policies.random_frames:RandomPolicy", "control: seeded random earlier frames")
+    policies.add("none", None, "no memory: the generator sees only the current prompt", status=planned)
+    policies.add("last_seen", None, "privileged diagnostic: where each required entity last appeared", status=planned)

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from vidmem.errors import UnknownNameError, UserInputError
+from vidmem.errors import UserInputError
 from vidmem.memory.frames import Segment
 from vidmem.memory.store import MemoryStore
-from vidmem.registry import unknown_name_message
+from vidmem.registry import POLICIES
 
-__all__ = ["BUILTIN_POLICIES", "FilmContext", "Policy", "Reference", "load_policy"]
+__all__ = ["FilmContext", "Policy", "Reference", "builtin_policies", "load_policy"]
 
 
 @dataclass(frozen=True)
@@ -88,25 +88,19 @@ class Policy(Protocol):
         ...
 
 
-_POLICIES = "vidmem.memory.policies"
-#: Built-in policy name -> ``"module:Class"`` (imported only when loaded).
-BUILTIN_POLICIES: dict[str, str] = {
-    "text_frame": f"{_POLICIES}.text_frame:TextFramePolicy",
-    "seg_uniform": f"{_POLICIES}.seg_uniform:SegUniformPolicy",
-    "seg_dino_key": f"{_POLICIES}.seg_dino_key:SegDinoKeyPolicy",
-    "seg_frame": f"{_POLICIES}.seg_frame:SegFramePolicy",
-    "recency": f"{_POLICIES}.recency:RecencyPolicy",
-    "random": f"{_POLICIES}.random_frames:RandomPolicy",
-}
-
 _REQUIRED = ("reset", "compose", "observe")
+
+
+def builtin_policies() -> list[str]:
+    """The names of the implemented policies in the catalog (and plugins)."""
+    return [e.name for e in POLICIES.entries() if e.target is not None]
 
 
 def _import_target(spec: str, target: str) -> Any:
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
         raise UserInputError(f"memory policy {spec!r}: expected a built-in name or module:Class",
-                             hint=f"built-ins: {', '.join(BUILTIN_POLICIES)}")
+                             hint=f"built-ins: {', '.join(builtin_policies())}")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -129,7 +123,8 @@ def load_policy(spec: str, options: Mapping[str, Any] | None = None) -> Policy:
     """Build the policy named ``spec`` with constructor keyword ``options``.
 
     Args:
-        spec: a built-in name (:data:`BUILTIN_POLICIES`) or ``package.module:Class``
+        spec: a built-in name (:func:`builtin_policies`, the catalog's policies) or
+            ``package.module:Class``
             (any callable returning an object with ``reset``, ``compose``, ``observe``).
         options: keyword arguments for the constructor (embedders, seed, ...).
 
@@ -139,13 +134,14 @@ def load_policy(spec: str, options: Mapping[str, Any] | None = None) -> Policy:
             the constructor, or the object lacks a protocol method.
     """
     options = dict(options or {})
-    if spec in BUILTIN_POLICIES:
-        factory = _import_target(spec, BUILTIN_POLICIES[spec])
-    elif ":" in spec:
+    if ":" in spec:
         factory = _import_target(spec, spec)
     else:
-        raise UnknownNameError(unknown_name_message("policy", spec, list(BUILTIN_POLICIES)),
-                               hint="or name your own class as package.module:Class")
+        entry = POLICIES.get(spec)  # unknown: "did you mean", and the list
+        if entry.target is None:
+            raise UserInputError(f"memory policy {spec!r} is planned, not implemented yet",
+                                 hint=f"built-ins: {', '.join(builtin_policies())}")
+        factory = _import_target(spec, entry.target)
     if not callable(factory):
         raise UserInputError(f"memory policy {spec!r} is a {type(factory).__name__}, not a class",
                              hint="point at the policy class (module:Class)")
