@@ -243,6 +243,11 @@ class Benchmark(ABC):
     score_options: ClassVar[Sequence[CliOption]] = ()
     #: options of ``vidmem stats`` (see :meth:`corpus_stats`)
     stats_options: ClassVar[Sequence[CliOption]] = ()
+    #: the dataset root's flags (``--root`` is always accepted too)
+    root_flags: ClassVar[tuple[str, ...]] = ("--root",)
+    #: whether the benchmark asks a generator for videos; one that does not (Track-A scores
+    #: real films) has no ``requests`` verb, and its ``run`` is ``score``
+    generates: ClassVar[bool] = True
     #: whether scoring asks a judge: ``score``/``run`` then take ``--judge-cache`` and the
     #: run can be checked with ``vidmem judge-agreement``
     asks_judge: ClassVar[bool] = False

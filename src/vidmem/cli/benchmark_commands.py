@@ -52,9 +52,14 @@ def _command(fn: Callable[..., None], params: list[inspect.Parameter], doc: str)
     return typer.main.get_command(app)
 
 
+def _root(bench: Any, *extra: str) -> inspect.Parameter:
+    flags = tuple(dict.fromkeys((*bench.root_flags, "--root", *extra)))
+    return _param("root", Path, inspect.Parameter.empty, *flags, help=bench.root_help)
+
+
 def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
     params = [
-        _param("root", Path, inspect.Parameter.empty, "--root", help=bench.root_help),
+        _root(bench),
         _param("out", Path, inspect.Parameter.empty, "--out", help="Run directory to write."),
     ]
     if videos:
@@ -105,7 +110,8 @@ def make_command(verb: str, bench: Any) -> Any:
         return _requests_command(bench)
     if verb == "stats":
         return _stats_command(bench)
-    videos = verb == "score"
+    # a benchmark that generates nothing (Track-A scores real films) runs on given videos
+    videos = verb == "score" or not bench.generates
 
     def score_or_run(**values: Any) -> None:
         from vidmem.generators.loading import parse_options
@@ -147,7 +153,7 @@ def _validate_command(bench: Any) -> Any:
         if not report.ok:
             raise typer.Exit(1)
 
-    params = [_param("root", Path, inspect.Parameter.empty, "--root", help=bench.root_help),
+    params = [_root(bench),
               *_declared(bench.validate_options),
               _param("as_json", bool, False, "--json", help="Print machine-readable JSON only.")]
     return _command(validate, params,
@@ -158,12 +164,16 @@ def _requests_command(bench: Any) -> Any:
     def requests(root: Path, out: Path, outputs: Path, **options: Any) -> None:
         from vidmem.runners.benchmark_run import write_requests
 
+        if not bench.generates:
+            raise UserInputError(
+                f"benchmark {bench.name} generates nothing: it scores the videos you give it",
+                hint=f"vidmem run {bench.name} --videos DIR ... (see vidmem run {bench.name} --help)")
         n = write_requests(bench, root, out, outputs.resolve(), **options)
         console.print(f"{n} requests -> {out}; then: vidmem score {bench.name} --root {root} "
                       f"--videos {outputs} --out RUN", highlight=False)
 
     params = [
-        _param("root", Path, inspect.Parameter.empty, "--root", help=bench.root_help),
+        _root(bench),
         _param("out", Path, inspect.Parameter.empty, "--out",
                help=f"Manifest to write (JSONL, one request per {bench.item_word})."),
         _param("outputs", Path, Path(bench.outputs_word), bench.outputs_flag,
@@ -205,7 +215,7 @@ def _stats_command(bench: Any) -> Any:
         else:
             console.print("\n".join(_stats_lines(data)), highlight=False)
 
-    params = [_param("root", Path, inspect.Parameter.empty, "--root", "--gold", help=bench.root_help),
+    params = [_root(bench, "--gold"),
               *_declared(bench.stats_options),
               _param("as_json", bool, False, "--json", help="Print machine-readable JSON only.")]
     return _command(stats, params,

@@ -119,7 +119,8 @@ def _import_target(spec: str, target: str) -> Any:
     return obj
 
 
-def load_policy(spec: str, options: Mapping[str, Any] | None = None) -> Policy:
+def load_policy(spec: str, options: Mapping[str, Any] | None = None, *,
+                offered: Mapping[str, Any] | None = None) -> Policy:
     """Build the policy named ``spec`` with constructor keyword ``options``.
 
     Args:
@@ -127,6 +128,8 @@ def load_policy(spec: str, options: Mapping[str, Any] | None = None) -> Policy:
             ``package.module:Class``
             (any callable returning an object with ``reset``, ``compose``, ``observe``).
         options: keyword arguments for the constructor (embedders, seed, ...).
+        offered: keyword arguments passed only when the constructor names them (a
+            benchmark offers its encoders; each policy takes those it uses).
 
     Raises:
         UnknownNameError: neither a built-in name nor ``module:Class``.
@@ -145,6 +148,14 @@ def load_policy(spec: str, options: Mapping[str, Any] | None = None) -> Policy:
     if not callable(factory):
         raise UserInputError(f"memory policy {spec!r} is a {type(factory).__name__}, not a class",
                              hint="point at the policy class (module:Class)")
+    if offered:
+        try:
+            params = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            params = {}
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        options = {**{k: v for k, v in offered.items()
+                      if v is not None and (takes_any or k in params)}, **options}
     try:
         inspect.signature(factory).bind(**options)
     except TypeError as exc:
