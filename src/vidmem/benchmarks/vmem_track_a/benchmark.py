@@ -78,6 +78,7 @@ class TrackA(Benchmark):
     summary_printer = "vidmem.benchmarks.vmem_track_a.benchmark:print_summary"
     report_builder = "vidmem.benchmarks.vmem_track_a.report:build_track_a_report"
     sim_builder = "vidmem.benchmarks.vmem_track_a.sim_build:build_track_a"
+    demo_module = "vidmem.benchmarks.vmem_track_a.demo"
 
     # ------------------------------------------------------------------ dataset
 
