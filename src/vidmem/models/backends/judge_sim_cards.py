@@ -62,7 +62,7 @@ import functools
 import hashlib
 import json
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,17 +209,23 @@ class _CardSift(SiftDetector):
     It relies on ``SiftDetector``'s feature and check helpers (same package).
     """
 
+    #: frames whose features are kept: one question's frames, and the same reference
+    #: image asked again with another roster (Track-A asks one frame per segment that
+    #: retrieved it), without holding a whole run's frames
+    FRAME_CACHE_SIZE = 64
+
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self._frame_cache: dict[str, Any] = {}
-
-    def clear(self) -> None:
-        self._frame_cache.clear()
+        self._frame_cache: OrderedDict[str, Any] = OrderedDict()
 
     def _features(self, image: np.ndarray) -> Any:
         key = hashlib.sha256(np.ascontiguousarray(image).tobytes()).hexdigest() + str(image.shape)
-        if key not in self._frame_cache:
+        if key in self._frame_cache:
+            self._frame_cache.move_to_end(key)
+        else:
             self._frame_cache[key] = super()._features(image)
+            while len(self._frame_cache) > self.FRAME_CACHE_SIZE:
+                self._frame_cache.popitem(last=False)
         return self._frame_cache[key]
 
     def detect_copies(self, frame: np.ndarray, query: np.ndarray,
@@ -333,8 +339,6 @@ class SimCardJudge(ManyJudging, BackendBase):
             return JudgeResult(request.item_id, "error", None, "", 1, self.name,
                                error=f"item {request.item_id}: {self.name} internal error: "
                                f"{type(exc).__name__}: {exc}")
-        finally:
-            self._sift.clear()
         data = {"items": items, "evidence": evidence}
         return JudgeResult(request.item_id, "ok", data, json.dumps(data, sort_keys=True), 1,
                            self.name)
