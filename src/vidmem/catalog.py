@@ -19,7 +19,7 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     benchmarks.add("cmbench", "vidmem.benchmarks.cmbench:BENCHMARK", "CMBench: recall of a target seen earlier in a one-minute context")
     benchmarks.add("memory_loop", "vidmem.benchmarks.memory_loop:BENCHMARK", "Memory loop: revisit fidelity and the Memory Half-Life fit")
     benchmarks.add("vmem_track_a", "vidmem.benchmarks.vmem_track_a:BENCHMARK", "VMem-Bench Track-A: which references a memory policy retrieves from real films")
-    benchmarks.add("vmem_track_b", None, "VMem-Bench Track-B: closed-loop story generation with memory policies", status=planned, sim_build="vidmem.benchmarks.vmem_track_b.sim_build:build_track_b")
+    benchmarks.add("vmem_track_b", "vidmem.benchmarks.vmem_track_b:BENCHMARK", "VMem-Bench Track-B: closed-loop story generation with memory policies", sim_build="vidmem.benchmarks.vmem_track_b.sim_build:build_track_b")
     benchmarks.add("mist", None, "MIST: gate-by-gate scoring of hidden-state reveals, with M3-Agent", status=planned, sim_build="vidmem.benchmarks.mist.sim_build:build_mist")
 
     # Offline classic backends: core install, no weights. Proxies, never the official protocol.

@@ -1,0 +1,141 @@
+"""Track-B's scorer configuration: which conditions, which judge, which stories, by preset.
+
+Two presets:
+
+* ``official``: ``judge/openai`` (point it at the paper's judge, a Qwen3-VL server),
+  the card's six conditions and every protocol default.
+* ``offline``: the sim world's card judge ``judge/sim-cards``; its weights are the sim
+  card deck (:func:`vidmem.sim.cards.write_card_deck`), passed as
+  ``--backend-opt judge/sim-cards:weights=DIR``.
+
+The configuration is the content key of every stored story: a changed judge, seed,
+condition list, index base or bootstrap setting scores again (the judge answer cache
+still serves every question asked before).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from vidmem.benchmarks.vmem_track_b.schema import parse_cohort
+from vidmem.errors import UserInputError
+from vidmem.stats.paired_bootstrap import DEFAULT_SEED
+
+__all__ = ["BASELINE", "DEFAULT_CONDITIONS", "PRESETS", "PRIVILEGED", "ScorerConfig",
+           "parse_conditions"]
+
+#: the card's conditions: no memory, the four retrieval policies, the privileged diagnostic
+DEFAULT_CONDITIONS = ("none", "text_frame", "seg_uniform", "seg_dino_key", "seg_frame",
+                      "last_seen")
+#: the control every difference is taken against
+BASELINE = "none"
+#: conditions that see information a deployable policy cannot (reported, marked)
+PRIVILEGED = frozenset({"last_seen"})
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "official": {"judge": "judge/openai"},
+    "offline": {"judge": "judge/sim-cards"},
+}
+
+
+@dataclass(frozen=True)
+class ScorerConfig:
+    """Everything that decides a Track-B story's numbers (its content key).
+
+    Attributes:
+        preset: ``official`` or ``offline``.
+        conditions: condition folder names, in report order; ``none`` is the baseline.
+        judge: the judge backend (``family/variant``).
+        seed: the roster seed (decoys and order; see ``roster.PROTOCOL``).
+        stories: a cohort selector (``"0001-0030"``), ``None``: every story of the gold.
+        index_base: 1 (files ``seg_001``/``001``/``1`` are segment 1) or 0 (file ``k`` is
+            segment ``k + 1``).
+        n_resamples, bootstrap_seed, confidence: the paired story bootstrap.
+        backend_options: per backend name, its constructor options.
+    """
+
+    preset: str = "offline"
+    conditions: tuple[str, ...] = DEFAULT_CONDITIONS
+    judge: str = "judge/sim-cards"
+    seed: int = 0
+    stories: str | None = None
+    index_base: int = 1
+    n_resamples: int = 2000
+    bootstrap_seed: int = DEFAULT_SEED
+    confidence: float = 0.95
+    backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        where = "vmem_track_b"
+        if not self.conditions:
+            raise UserInputError(f"{where}: no conditions given",
+                                 hint=f"e.g. --conditions {','.join(DEFAULT_CONDITIONS)}")
+        if len(set(self.conditions)) != len(self.conditions):
+            raise UserInputError(f"{where}: a condition is named twice in {list(self.conditions)}")
+        bad = [c for c in self.conditions if not _NAME.match(c)]
+        if bad:
+            raise UserInputError(f"{where}: condition names must be folder names (letters, "
+                                 f"digits, _ . -), found {bad}",
+                                 hint="name each condition as its folder under <rollouts>/<story>/")
+        if self.index_base not in (0, 1):
+            raise UserInputError(f"{where}: index base must be 0 or 1, found {self.index_base!r}",
+                                 hint="--index-base 1 (seg_001 is the first segment, the "
+                                 "release's spelling) or --index-base 0")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise UserInputError(f"{where}: seed must be an integer, found {self.seed!r}")
+        if not (isinstance(self.n_resamples, int) and self.n_resamples >= 1):
+            raise UserInputError(f"{where}: bootstrap resamples must be an int >= 1, found "
+                                 f"{self.n_resamples!r}", hint="the protocol draws 2000")
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise UserInputError(f"{where}: confidence must be in (0, 1), found {self.confidence!r}")
+        parse_cohort(self.stories)  # raises on a bad selector
+
+    @classmethod
+    def from_preset(cls, preset: str = "offline", **overrides: Any) -> ScorerConfig:
+        if preset not in PRESETS:
+            raise UserInputError(f"vmem_track_b: unknown preset {preset!r}",
+                                 hint=f"choose one of {', '.join(PRESETS)}")
+        values = {**PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+        if "conditions" in values:
+            values["conditions"] = tuple(values["conditions"])
+        return cls(preset=preset, **values)
+
+    @property
+    def protocol_defaults(self) -> bool:
+        """The card's conditions, seed-independent settings and bootstrap, unchanged."""
+        return (self.judge == PRESETS.get(self.preset, {}).get("judge")
+                and self.conditions == DEFAULT_CONDITIONS and self.n_resamples == 2000
+                and self.bootstrap_seed == DEFAULT_SEED and self.confidence == 0.95)
+
+    def selected(self) -> frozenset[int] | None:
+        """The story ids of :attr:`stories` (``None``: every story)."""
+        return parse_cohort(self.stories)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["conditions"] = list(self.conditions)
+        data["backend_options"] = {k: dict(v) for k, v in self.backend_options.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScorerConfig:
+        values = dict(data)
+        values["conditions"] = tuple(values.get("conditions", DEFAULT_CONDITIONS))
+        return cls(**values)
+
+
+def parse_conditions(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``--conditions a,b,c`` as a tuple (``None``: the card's six).
+
+    Example:
+        >>> parse_conditions("none, seg_uniform")
+        ('none', 'seg_uniform')
+    """
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(p.strip() for p in parts if p.strip())

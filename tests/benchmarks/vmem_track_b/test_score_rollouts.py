@@ -1,0 +1,187 @@
+"""Track-B scoring of brought rollouts, end to end on sim stories: perfect memory beats no
+memory, the bootstrap vector, stored verdicts recompute the summary, the layout rules, and
+the card judge's verdicts against the sim truth."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vidmem.benchmarks.vmem_track_b import BENCHMARK
+from vidmem.benchmarks.vmem_track_b.config import ScorerConfig
+from vidmem.benchmarks.vmem_track_b.scorer import aggregate_rows, verdicts_from_json
+from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
+from vidmem.cli import main
+from vidmem.errors import UserInputError
+from vidmem.generators.protocol import GenerationRequest
+from vidmem.generators.sim import SimGenerator
+from vidmem.runners.benchmark_run import open_run, score
+from vidmem.sim.cards import write_card_deck
+
+pytestmark = pytest.mark.slow  # renders 56 sim clips (~15 s) and judges them once (~30 s)
+
+CONDITIONS = {"none": "none", "seg_uniform": "perfect"}  # the perfect one plays the policy
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    captured = capsys.readouterr()
+    code = exc.value.code if isinstance(exc.value.code, int) else (0 if exc.value.code is None else 1)
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    base = tmp_path_factory.mktemp("track_b_sim")
+    gold = base / "gold"
+    gold.mkdir()
+    built = build_track_b(gold, seed=0, n_cases=2, n_segments=14, gap_long_threshold=8)
+    deck = write_card_deck(base / "deck")  # the Track-B sim builder writes no deck
+    for sid in built.extras["story_ids"]:
+        prompts = json.loads((gold / "sut_prompts" / f"{sid}_name_anchored.json").read_text("utf-8"))
+        for cond, memory in CONDITIONS.items():
+            gen = SimGenerator(memory=memory, seed=0)
+            out = base / "rollouts" / sid / cond
+            out.mkdir(parents=True)
+            for p in prompts["segments"]:
+                res = gen.generate(GenerationRequest(f"{sid}/{p['segment_id']}", "vmem_track_b",
+                                                     p["prompt"], str(out / f"{p['segment_id']}.mp4"),
+                                                     fps=4.0))
+                assert res.status == "ok", res.error
+    return base, gold, deck, built.extras["story_ids"]
+
+
+def _config(deck: Path, **kw) -> ScorerConfig:
+    base = ScorerConfig.from_preset("offline", conditions=tuple(CONDITIONS), **kw)
+    return ScorerConfig.from_dict({**base.to_dict(), "backend_options": {
+        "judge/sim-cards": {"weights": str(deck)}}})
+
+
+def _score(gold: Path, rollouts: Path, out: Path, config: ScorerConfig, cache: Path) -> dict:
+    ds = BENCHMARK.load(gold)
+    run = open_run(BENCHMARK, ds, out, config, {}, resume=False, overwrite=False, argv=[])
+    return score(BENCHMARK, ds, run, rollouts, config, quiet=True, judge_cache=cache)
+
+
+@pytest.fixture(scope="module")
+def scored(sim):
+    base, gold, deck, _ = sim
+    out = base / "run"
+    code = main_score(gold, base / "rollouts", deck, out, base / "answers.sqlite")
+    assert code == 0
+    return json.loads((out / "summary.json").read_text("utf-8")), out
+
+
+def main_score(gold: Path, rollouts: Path, deck: Path, out: Path, cache: Path, *extra: str) -> int:
+    try:
+        main(["score", "vmem_track_b", "--gold", str(gold), "--videos", str(rollouts),
+              "--conditions", ",".join(CONDITIONS), "--backend-opt",
+              f"judge/sim-cards:weights={deck}", "--judge-cache", str(cache), "--out", str(out),
+              "--quiet", *extra])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
+
+
+def test_perfect_memory_beats_no_memory_with_the_bootstrap_vector(scored):
+    summary, out = scored
+    assert summary["n_stories_scored"] == 2 and summary["n_segments"] == 28
+    pooled = summary["pooled"]
+    assert pooled["seg_uniform"]["recall"]["value"] > pooled["none"]["recall"]["value"]
+    d = summary["deltas"]["seg_uniform"]
+    assert set(d["rates"]) == {"recall", "precision", "avoid_ok"}
+    rec = d["rates"]["recall"]
+    assert rec["difference"] > 0 and rec["ci_low"] <= rec["difference"] <= rec["ci_high"]
+    assert d["n_resamples"] == 2000 and d["seed"] == 20260925 and d["n_stories"] == 2
+    assert summary["deltas_parsed_in_both"]["seg_uniform"]["rates"]["recall"]["difference"] > 0
+    assert set(summary["family_deltas"]["seg_uniform"]["rates"]) >= {"long_gap_return", "count"}
+    assert "none" not in summary["deltas"]
+    assert summary["judge"]["none"]["segments"] == 28
+    assert (out / "report" / "report.html").is_file()
+    assert "Table-3" in (out / "report" / "report.md").read_text("utf-8")
+    proto = json.loads((out / "run.json").read_text("utf-8"))["protocol"]
+    assert {"rules", "judge_question", "metrics", "bootstrap"} <= set(proto)
+
+
+def test_stored_verdicts_recompute_the_summary(scored, sim):
+    summary, out = scored
+    rows = [json.loads(line) for line in (out / "scores.jsonl").read_text("utf-8").splitlines()]
+    again = aggregate_rows(rows, ScorerConfig.from_dict(summary["scorer"]))
+    for key, value in again.items():
+        assert summary[key] == value, key
+    # a story's stored counts are its verdicts' counts
+    segs = verdicts_from_json(rows[0]["story_id"], rows[0]["conditions"]["none"]["verdicts"])
+    assert len(segs) == 14 and all(s.parsed for s in segs)
+
+
+def test_a_missing_clip_is_an_error_by_name(sim, tmp_path):
+    base, gold, deck, ids = sim
+    rollouts = tmp_path / "rollouts"
+    shutil.copytree(base / "rollouts", rollouts)
+    (rollouts / ids[1] / "seg_uniform" / "seg_005.mp4").unlink()
+    with pytest.raises(UserInputError, match=rf"{ids[1]}, condition seg_uniform: clip of "
+                       r"segment seg_005 missing"):
+        _score(gold, rollouts, tmp_path / "run", _config(deck), base / "answers.sqlite")
+    shutil.rmtree(rollouts / ids[1] / "none")
+    with pytest.raises(UserInputError, match=rf"{ids[1]}, condition none: folder"):
+        _score(gold, rollouts, tmp_path / "run2", _config(deck), base / "answers.sqlite")
+
+
+def test_a_zero_indexed_folder_needs_index_base_0_and_scores_the_same(scored, sim, tmp_path):
+    summary, _ = scored
+    base, gold, deck, ids = sim
+    rollouts = tmp_path / "rollouts"
+    for sid in ids:
+        for cond in CONDITIONS:
+            src, dst = base / "rollouts" / sid / cond, rollouts / sid / cond
+            dst.mkdir(parents=True)
+            for k in range(1, 15):
+                shutil.copy(src / f"seg_{k:03d}.mp4", dst / f"{k - 1}.mp4")
+    with pytest.raises(UserInputError, match=r"(?s)clip 0\.mp4 is number 0.*--index-base 0"):
+        _score(gold, rollouts, tmp_path / "run1", _config(deck), base / "answers.sqlite")
+    again = _score(gold, rollouts, tmp_path / "run0", _config(deck, index_base=0),
+                   base / "answers.sqlite")
+    assert again["pooled"] == summary["pooled"] and again["deltas"] == summary["deltas"]
+    assert again["judge_answers"]["asked"] == 0  # every question came from the cache
+
+
+def test_card_verdicts_agree_with_the_sim_truth(scored, sim):
+    _, out = scored
+    _, gold, _, _ = sim
+    rows = [json.loads(line) for line in (out / "scores.jsonl").read_text("utf-8").splitlines()]
+    agree = total = 0
+    for r in rows:
+        truth = json.loads((gold / "_truth" / f"{r['story_id']}.json").read_text("utf-8"))
+        shown = {t["segment_id"]: {p["eid"] for p in t["present"]} for t in truth["segments"]}
+        for seg in verdicts_from_json(r["story_id"], r["conditions"]["seg_uniform"]["verdicts"]):
+            on_screen = shown[f"seg_{seg.segment_id:03d}"]
+            for e in seg.entries:
+                total += 1
+                agree += e.is_present == (e.eid in on_screen)
+    rate = agree / total
+    print(f"sim-cards vs truth, perfect rollout: {agree}/{total} = {rate:.3f}")
+    assert total > 100 and rate >= 0.9
+
+
+def test_validate_stats_and_refused_requests(sim, capsys, tmp_path):
+    _, gold, _, _ = sim
+    code, out, _ = run_cli(capsys, "validate", "vmem_track_b", "--gold", str(gold))
+    assert code == 0 and "2 stories" in out
+    code, out, _ = run_cli(capsys, "stats", "vmem_track_b", "--gold", str(gold), "--stories",
+                           "0001", "--json")
+    assert code == 0 and json.loads(out)
+    code, _, err = run_cli(capsys, "requests", "vmem_track_b", "--gold", str(gold), "--out",
+                           str(tmp_path / "m.jsonl"))
+    assert code != 0 and "generates nothing" in err
+
+
+def test_stories_selects_the_cohort(sim, tmp_path):
+    base, gold, deck, ids = sim
+    summary = _score(gold, base / "rollouts", tmp_path / "run", _config(deck, stories="0001"),
+                     base / "answers.sqlite")
+    assert summary["stories"] == [ids[0]] and summary["not_selected"] == [ids[1]]
+    assert summary["n_segments"] == 14
