@@ -17,9 +17,18 @@ For each name the prompt mentions as present:
   one copy. A name never introduced in the rollout is drawn as a random asset of the
   kind its vocabulary list says.
 
-Names mentioned as absent (``X is gone``, ``Y remembers X``) are not drawn. With
-``leaky:P`` every name a reference shows that is not drawn otherwise -- even one the
-prompt says is gone -- is copied in with probability ``P``. Locations follow the same
+A temporal reference (``the group from the opening``,
+:func:`vidmem.sim.story_grammar.parse_temporal_references`) names no one: the generator
+resolves it with the script of its previous clip -- the name of that kind the rollout
+introduced first (each script entry keeps ``introduced``: ``[segment, position of the
+name among the segment's mentions]``) -- and then treats it as a mention of that name
+without appearance (a recall, with the memory rules above). One that resolves to no
+name (nothing of its kind introduced yet) is not drawn; a resolved location counts as a
+named one when the prompt names no present location.
+
+Names mentioned as absent (``X is gone``, ``Y remembers X``, ``Z looks like X``) are not
+drawn. With ``leaky:P`` every name a reference shows that is not drawn otherwise -- even
+one the prompt says is gone -- is copied in with probability ``P``. Locations follow the same
 rule with places (an impostor is another place); a prompt naming no location keeps the
 place drawn in the previous clip, whatever the memory (the shot continues; a plain grey
 background when there is none).
@@ -33,9 +42,11 @@ Truth sidecar ``X.mp4.truth.json``: ``{"request_id", "kind": "trackb_segment",
 "intended", "source", "correct"}, "entities": [{"name", "kind", "track_ids", "asset",
 "state", "count", "source" (prompt | memory | reference | impostor | leak),
 "intended": {"asset", "state", "count"} | null, "appearance_correct": bool | null,
-"gap_segments"}], "absent_mentions", "leaked", "not_drawn", "unreadable_references",
-"frames": [per-frame truth as in vidmem.sim.render]}``. ``appearance_correct`` compares
-what was drawn with what the rollout's prompts established for the name.
+"gap_segments"}], "absent_mentions", "temporal_references": [{"phrase", "kind",
+"present", "resolves_to" (a name, or null when unresolved)}], "leaked", "not_drawn",
+"unreadable_references", "frames": [per-frame truth as in vidmem.sim.render]}``.
+``appearance_correct`` compares what was drawn with what the rollout's prompts
+established for the name.
 """
 
 from __future__ import annotations
@@ -51,7 +62,7 @@ from vidmem.sim.media import write_sim_video
 from vidmem.sim.memory import MemoryKnob, impostor_for, request_rng
 from vidmem.sim.render import iter_render
 from vidmem.sim.sprites import entity_sprite
-from vidmem.sim.story_grammar import name_kind, parse_mentions
+from vidmem.sim.story_grammar import Mention, name_kind, parse_mentions, parse_temporal_references
 from vidmem.sim.story_memory import (
     SEGMENT_KIND,
     previous_clip,
@@ -91,7 +102,13 @@ class _Planner:
         f = self.knob.fidelity((self.index - int(entry["last_segment"])) * self.segment_seconds)
         return f >= 1.0 or (f > 0.0 and float(self.rng.random()) < f)
 
-    def location(self, mention: Any) -> dict[str, Any]:
+    def introduced(self, entry: dict[str, Any] | None, position: int) -> list[int]:
+        """``[segment, position]`` of the name's first entry into the script."""
+        if entry is not None and "introduced" in entry:
+            return [int(x) for x in entry["introduced"]]
+        return [self.index, int(position)]
+
+    def location(self, mention: Any, position: int) -> dict[str, Any]:
         name, entry = mention.name, self.script.get(mention.name)
         intended = entry["place"] if entry else None
         if mention.parsed is not None and mention.parsed.place is not None:
@@ -106,11 +123,12 @@ class _Planner:
             place, source = pool[int(self.rng.integers(len(pool)))], "impostor"
         if intended is not None:
             self.script[name] = {"kind": "location", "place": intended, "state": "base",
-                                 "count": 1, "last_segment": self.index}
+                                 "count": 1, "last_segment": self.index,
+                                 "introduced": self.introduced(entry, position)}
         return {"name": name, "place": place, "intended": intended, "source": source,
                 "correct": None if intended is None else place == intended}
 
-    def entity(self, mention: Any, drawn_assets: list[str]) -> dict[str, Any]:
+    def entity(self, mention: Any, drawn_assets: list[str], position: int) -> dict[str, Any]:
         name, entry = mention.name, self.script.get(mention.name)
         gap = None if entry is None else self.index - int(entry["last_segment"]) - 1
         parsed = mention.parsed
@@ -131,7 +149,8 @@ class _Planner:
             look, source = (pool[int(self.rng.integers(len(pool)))], "base", 1), "impostor"
         intended = None
         if entry is not None:
-            entry = {**entry, "last_segment": self.index}
+            entry = {**entry, "last_segment": self.index,
+                     "introduced": self.introduced(self.script.get(name), position)}
             self.script[name] = entry
             intended = {"asset": entry["asset"], "state": entry["state"], "count": int(entry["count"])}
         drawn = {"asset": look[0], "state": look[1], "count": int(look[2])}
@@ -139,6 +158,13 @@ class _Planner:
                 "intended": intended, "track_ids": [],
                 "appearance_correct": None if intended is None else drawn == intended,
                 "gap_segments": gap}
+
+
+def _resolve(script: dict[str, Any], kind: str) -> str | None:
+    """The name a temporal reference to ``kind`` means: the first of that kind introduced."""
+    found = [(list(e.get("introduced") or [e.get("last_segment", 0), 0]), name)
+             for name, e in script.items() if e.get("kind") == kind]
+    return min(found)[1] if found else None
 
 
 def _layout(items: list[dict[str, Any]], rng: np.random.Generator, place_u: float, cv: float,
@@ -204,9 +230,20 @@ def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, see
     rng = request_rng(seed, req.request_id, "trackb")
     plan = _Planner(knob, rng, index, seconds, script, refs)
     mentions = parse_mentions(req.prompt)
+    position = {m.name: k for k, m in enumerate(mentions)}
+    references = []
+    for r in parse_temporal_references(req.prompt):
+        name = _resolve(script, r.kind)
+        references.append({"phrase": r.phrase, "kind": r.kind, "present": r.present,
+                           "resolves_to": name})
+        if name is not None and r.present and not any(m.name == name and m.present
+                                                       for m in mentions):
+            mentions = [m for m in mentions if m.name != name]
+            mentions.append(Mention(name, r.kind, True))
+            position.setdefault(name, len(position))
     loc_mentions = [m for m in mentions if m.kind == "location" and m.present]
     if loc_mentions:
-        location = plan.location(loc_mentions[0])
+        location = plan.location(loc_mentions[0], position[loc_mentions[0].name])
     else:
         last = dict(prev.info.get("location") or {}) if prev is not None else {}
         entry = plan.script.get(last.get("name") or "")
@@ -217,7 +254,7 @@ def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, see
     items: list[dict[str, Any]] = []
     for m in mentions:
         if m.kind != "location" and m.present and all(it["name"] != m.name for it in items):
-            items.append(plan.entity(m, [it["asset"] for it in items]))
+            items.append(plan.entity(m, [it["asset"] for it in items], position[m.name]))
     leaked = []
     if knob.leak_probability > 0:
         for name, (asset, state, count) in refs.entities.items():
@@ -261,6 +298,7 @@ def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, see
            "segment_index": index, "memory": knob.text, "prompt": req.prompt,
            "location": location, "entities": items,
            "absent_mentions": [m.name for m in mentions if not m.present],
+           "temporal_references": references,
            "leaked": leaked, "not_drawn": not_drawn, "unreadable_references": refs.unreadable,
            "frames": frames_truth}
     truth_path.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True), encoding="utf-8")

@@ -38,7 +38,17 @@ every vocabulary name is a *mention*, followed or not by ``（appearance）``. M
 are present by default; they are *absent* (named but not to be shown) when the clause
 says so: the name right before ``is gone`` / ``are gone`` / ``is lost`` / ``are lost``
 (``Zephyr is gone``), or any name after ``remembers`` / ``misses`` / ``mourns`` /
-``thinks of`` (``Ada remembers Zephyr``).
+``thinks of`` / ``looks like`` / ``resembles`` (``Ada remembers Zephyr``; a false friend:
+``Orbit looks like Zephyr, but it is not`` shows Orbit, not Zephyr).
+
+**Temporal references** (:func:`parse_temporal_references`) name no one: ``the <noun>
+from the opening``, ``<noun>`` one of :data:`REFERENCE_NOUNS` (``figure`` a character,
+``prop`` a single prop, ``group`` a counted group, ``place`` a location), means *the
+entity of that kind the story introduced first* (earliest segment; within a segment,
+the one mentioned first), as known before the segment that says it. It is present or
+absent by the same clause rules as a name (``Ada remembers the place from the opening``
+is absent). The gold writes such a mention as a cast entry with ``anchor: {"type":
+"temporal", "phrase": "the group from the opening", "resolves_to": <eid>}``.
 """
 
 from __future__ import annotations
@@ -54,14 +64,18 @@ __all__ = [
     "GROUP_NAMES",
     "LOCATION_NAMES",
     "PROP_NAMES",
+    "REFERENCE_NOUNS",
     "Appearance",
     "Mention",
+    "TemporalReference",
     "appearance_phrases",
     "appearance_text",
     "name_kind",
     "parse_appearance",
     "parse_mentions",
+    "parse_temporal_references",
     "place_text",
+    "temporal_reference_text",
 ]
 
 CHARACTER_NAMES = ("Ada", "Bruno", "Cleo", "Dario", "Edda", "Felix", "Greta", "Hugo", "Iris",
@@ -79,7 +93,11 @@ _PLURAL_EXCEPTIONS = {"mission patch": "mission patches", "woman": "women"}
 _OPEN, _CLOSE = "\uff08", "\uff09"
 _NAME_RE = re.compile(r"(?<![\w'])(" + "|".join(
     re.escape(n) for n in sorted(_KIND_OF, key=len, reverse=True)) + r")(?![\w])")
-_ABSENT_AFTER = re.compile(r"\b(?:remembers|misses|mourns|thinks of)\b")
+_ABSENT_AFTER = re.compile(r"\b(?:remembers|misses|mourns|thinks of|looks like|resembles)\b")
+#: the noun of a temporal reference -> the kind (as :func:`name_kind` says) it refers to.
+REFERENCE_NOUNS = {"figure": "character", "prop": "prop", "group": "group", "place": "location"}
+_REFERENCE_RE = re.compile(r"(?<![\w'])[Tt]he (" + "|".join(REFERENCE_NOUNS) +
+                           r") from the opening(?![\w])")
 _ABSENT_BEFORE = re.compile(r"\b(?:is|are) (?:gone|lost)\b")
 
 
@@ -234,6 +252,20 @@ def _clauses(prompt: str) -> list[str]:
     return [c for c in out if c.strip()]
 
 
+def _clause_hits(prompt: str, pattern: re.Pattern[str]):
+    """``(clause, plain clause, match, absent)`` for every match of ``pattern`` outside
+    brackets, clause by clause (the presence rules of the module docstring)."""
+    for clause in _clauses(prompt or ""):
+        plain = re.sub(f"{_OPEN}[^{_CLOSE}]*{_CLOSE}?", lambda m: " " * len(m.group(0)), clause)
+        after = _ABSENT_AFTER.search(plain)
+        before = _ABSENT_BEFORE.search(plain)
+        for m in pattern.finditer(plain):
+            absent = (after is not None and m.start() > after.start()) or (
+                before is not None and m.end() <= before.start()
+                and not plain[m.end():before.start()].strip())
+            yield clause, m, absent
+
+
 def parse_mentions(prompt: str) -> list[Mention]:
     """Every vocabulary name in a prompt, in order, first mention of each name only.
 
@@ -244,22 +276,67 @@ def parse_mentions(prompt: str) -> list[Mention]:
         [('Old Quarry', True, 'gravel'), ('Mara', True, None), ('Ada', True, None), ('Zephyr', False, None)]
         >>> [(m.name, m.present) for m in parse_mentions("Ada sees that Vesta is gone.")]
         [('Ada', True), ('Vesta', False)]
+        >>> [(m.name, m.present) for m in parse_mentions("Orbit looks like Vesta, but it is not.")]
+        [('Orbit', True), ('Vesta', False)]
     """
     seen: dict[str, Mention] = {}
-    for clause in _clauses(prompt or ""):
-        plain = re.sub(f"{_OPEN}[^{_CLOSE}]*{_CLOSE}?", lambda m: " " * len(m.group(0)), clause)
-        after = _ABSENT_AFTER.search(plain)
-        before = _ABSENT_BEFORE.search(plain)
-        for m in _NAME_RE.finditer(plain):
-            name = m.group(1)
-            absent = (after is not None and m.start() > after.start()) or (
-                before is not None and m.end() <= before.start()
-                and not plain[m.end():before.start()].strip())
-            app = None
-            if clause[m.end():m.end() + 1] == _OPEN:
-                close = clause.find(_CLOSE, m.end())
-                app = clause[m.end() + 1: close if close >= 0 else len(clause)]
-            if name in seen and (seen[name].present or absent):
-                continue
-            seen[name] = Mention(name, _KIND_OF[name], not absent, app, parse_appearance(app))
+    for clause, m, absent in _clause_hits(prompt, _NAME_RE):
+        name = m.group(1)
+        app = None
+        if clause[m.end():m.end() + 1] == _OPEN:
+            close = clause.find(_CLOSE, m.end())
+            app = clause[m.end() + 1: close if close >= 0 else len(clause)]
+        if name in seen and (seen[name].present or absent):
+            continue
+        seen[name] = Mention(name, _KIND_OF[name], not absent, app, parse_appearance(app))
+    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class TemporalReference:
+    """A name-free mention of an earlier entity: ``the <noun> from the opening``.
+
+    Attributes:
+        phrase: the phrase as written, e.g. ``"the group from the opening"``.
+        kind: the kind it refers to (``character``, ``prop``, ``group`` or ``location``).
+        present: ``False`` when the clause says it is gone or only remembered.
+    """
+
+    phrase: str
+    kind: str
+    present: bool
+
+
+def temporal_reference_text(kind: str) -> str:
+    """The temporal-reference phrase of a kind (lower case, for use inside a sentence).
+
+    Example:
+        >>> temporal_reference_text("group"), temporal_reference_text("location")
+        ('the group from the opening', 'the place from the opening')
+    """
+    noun = {k: n for n, k in REFERENCE_NOUNS.items()}.get(kind)
+    if noun is None:
+        raise ValueError(f"temporal reference: unknown kind {kind!r}; expected one of "
+                         f"{sorted(REFERENCE_NOUNS.values())}")
+    return f"the {noun} from the opening"
+
+
+def parse_temporal_references(prompt: str) -> list[TemporalReference]:
+    """Every temporal reference of a prompt, in order, first one of each kind only.
+
+    What each refers to is for the reader of the story to resolve (module docstring);
+    the sim generator resolves it with the rollout it has written so far.
+
+    Example:
+        >>> refs = parse_temporal_references("Back at the place from the opening, Ada finds "
+        ...                                  "the Pips; Ada remembers the figure from the opening.")
+        >>> [(r.phrase, r.kind, r.present) for r in refs]
+        [('the place from the opening', 'location', True), ('the figure from the opening', 'character', False)]
+    """
+    seen: dict[str, TemporalReference] = {}
+    for _, m, absent in _clause_hits(prompt, _REFERENCE_RE):
+        kind = REFERENCE_NOUNS[m.group(1)]
+        if kind in seen and (seen[kind].present or absent):
+            continue
+        seen[kind] = TemporalReference(m.group(0), kind, not absent)
     return list(seen.values())

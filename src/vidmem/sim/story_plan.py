@@ -7,9 +7,11 @@ Cast (entity ids in this order): ``E1`` and ``E2`` characters (``E2`` changes st
 a party hat or a new colour), ``E3`` a counted group of 2 or 3 identical props, ``E4`` a
 prop that is destroyed (``intact -> cracked``, a ``remove`` event), ``E5``/``E6`` a
 look-alike pair of props (``cup``/``blue_cup`` or ``rocket``/``shuttle``), ``E7``-``E9``
-three locations.
+three locations, ``E10`` a false friend of ``E4``: the other member of the look-alike
+asset pair that ``E5``/``E6`` do not use, ``E4`` being its first member (``E4`` a
+rocket, ``E10`` a space shuttle, ...).
 
-Scenes (``n_segments >= 13``; the filler makes up the rest)::
+Scenes (``n_segments >= 14``; the filler makes up the rest)::
 
     S1  at E7   E1 finds the group E3 (introduce, count), counts it (count recall),
                 sets down E4 (introduce)
@@ -18,13 +20,20 @@ Scenes (``n_segments >= 13``; the filler makes up the rest)::
                 (forbidden, reference-indirect)
     S4  at E9   E2 with E5 alone (E6 forbidden: lookalike_absent); E2 changes state;
                 E2 keeps it (persist)
+    S5  at E8   E1 finds E10 (introduce, confusable_with E4); "E10 looks like E4, but
+                it is not" (E4 forbidden and reference-indirect; the false-friend
+                target is not in the cast)
     F*  at E8/E9  filler scenes of 3-6 segments: E1 and/or E2 (persisting state),
                 sometimes "E1 remembers E4" (reference-indirect)
-    SZ  at E7   E1 finds E3 again (long-gap return with count), E1, E2, E3 and E6
-                together (E6's long-gap return; E5 forbidden: lookalike_absent)
+    SZ  at E7   "back at the place from the opening" (E7, a temporal reference:
+                anchor, name-free), E1 finds E3 again (long-gap return with count)
+                beside E6 (E6's long-gap return); E1, E2, "the group from the opening"
+                (E3, a temporal reference with count) and E6 together (E5 forbidden
+                in both: lookalike_absent)
 
 ``E3`` is last seen in segment 2 and returns in segment ``n - 1`` (gap ``n - 4``), so a
-story of ``n_segments >= gap_long_threshold + 4`` has a long-gap return.
+story of ``n_segments >= gap_long_threshold + 4`` has a long-gap return (``E6`` in the
+same segment: gap ``n - 7``; ``E7``: gap ``n - 10``).
 """
 
 from __future__ import annotations
@@ -42,18 +51,18 @@ from vidmem.sim.story_grammar import (
     PROP_NAMES,
     appearance_text,
     place_text,
+    temporal_reference_text,
 )
 
 __all__ = ["MIN_SEGMENTS", "plan_story", "story_id_for"]
 
 #: the fixed scenes take this many segments; the filler takes the rest.
-MIN_SEGMENTS = 13
+MIN_SEGMENTS = 14
 #: look-alike pairs used in stories (``gold_coin``/``old_coin`` is left out: the old coin
 #: has too few SIFT keypoints for ``judge/sim-cards`` to see it reliably).
 _PAIRS = (("cup", "blue_cup"), ("rocket", "shuttle"))
 _CHARACTERS = ("face", "cat", "horse")
 _GROUP_ASSETS = ("patch", "gold_coin", "logo", "helmet")
-_BREAKABLE = ("motorcycle", "logo", "helmet", "patch", "rocket", "gold_coin")
 _FILLER = ("{a} walks slowly around.", "{a} rests for a while.", "{a} looks around.",
            "{a} waits quietly.", "{a} and {b} talk.", "{a} and {b} walk together.")
 
@@ -79,26 +88,25 @@ def _pick(rng: np.random.Generator, pool: list[str] | tuple[str, ...], k: int) -
 
 def _cast(rng: np.random.Generator) -> dict[str, Any]:
     c1, c2 = _pick(rng, _CHARACTERS, 2)
-    la, lb = _PAIRS[int(rng.integers(len(_PAIRS)))]
-    used = {la, lb}
-    g = _pick(rng, [a for a in _GROUP_ASSETS if a not in used], 1)[0]
-    used.add(g)
-    d = _pick(rng, [a for a in _BREAKABLE if a not in used], 1)[0]
+    k = int(rng.integers(len(_PAIRS)))
+    la, lb = _PAIRS[k]
+    g = _pick(rng, _GROUP_ASSETS, 1)[0]
+    d, ff = _pick(rng, _PAIRS[1 - k], 2)  # the destroyed prop and its false friend
     places = _pick(rng, sorted(PLACES), 3)
     names = _pick(rng, CHARACTER_NAMES, 2) + _pick(rng, GROUP_NAMES, 1) + _pick(
-        rng, PROP_NAMES, 3) + _pick(rng, LOCATION_NAMES, 3)
+        rng, PROP_NAMES, 4) + _pick(rng, LOCATION_NAMES, 3)
     if rng.random() < 0.5:
         change = ("party_hat", "accessory")
     else:
         colour = _pick(rng, sorted(COLOURS), 1)[0]
         change = (f"painted_{colour}", f"recoloured:{colour}")
-    return {"assets": [c1, c2, g, d, la, lb], "places": places, "names": names,
+    return {"assets": [c1, c2, g, d, la, lb, ff], "places": places, "names": names,
             "count": int(rng.integers(2, 4)), "change": change}
 
 
 def _entities(cast: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
     n = cast["names"]
-    c1, c2, g, d, la, lb = cast["assets"]
+    c1, c2, g, d, la, lb, ff = cast["assets"]
     label, sim_state = cast["change"]
     ents: dict[str, Any] = {
         "E1": {"name": n[0], "kind": "character", "appearance": appearance_text(c1)},
@@ -111,7 +119,8 @@ def _entities(cast: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]
         "E6": {"name": n[5], "kind": "prop", "appearance": appearance_text(lb)},
     }
     for k, pid in enumerate(cast["places"]):
-        ents[f"E{7 + k}"] = {"name": n[6 + k], "kind": "location", "appearance": place_text(pid)}
+        ents[f"E{7 + k}"] = {"name": n[7 + k], "kind": "location", "appearance": place_text(pid)}
+    ents["E10"] = {"name": n[6], "kind": "prop", "appearance": appearance_text(ff)}
     machines = {"E2": ["plain", label], "E4": ["intact", "cracked"]}
     return ents, machines
 
@@ -139,6 +148,11 @@ def _filler(rng: np.random.Generator, n_fill: int, names: dict[str, str],
         n_fill -= size
         k += 1
     return scenes
+
+
+def _anchor(phrase: str, eid: str) -> dict[str, str]:
+    """A temporal (name-free) reference to ``eid`` (gold ``anchor``)."""
+    return {"type": "temporal", "phrase": phrase, "resolves_to": eid}
 
 
 def plan_story(seed: int, index: int, *, n_segments: int = 40, gap_long_threshold: int = 30,
@@ -171,7 +185,9 @@ def plan_story(seed: int, index: int, *, n_segments: int = 40, gap_long_threshol
     cast = _cast(rng)
     ents, machines = _entities(cast)
     nm = {eid: e["name"] for eid, e in ents.items()}
-    e1, e2, e3, e4, e5, e6, l1, l2, l3 = (nm[f"E{k}"] for k in range(1, 10))
+    e1, e2, e3, e4, e5, e6, l1, l2, l3, e10 = (nm[f"E{k}"] for k in range(1, 11))
+    opening_place, opening_group = temporal_reference_text("location"), \
+        temporal_reference_text("group")
     change_text = ("puts on a party hat" if cast["change"][1] == "accessory"
                    else f"comes back painted {cast['change'][1].split(':')[1]}")
     scenes: list[dict[str, Any]] = [
@@ -200,16 +216,23 @@ def plan_story(seed: int, index: int, *, n_segments: int = 40, gap_long_threshol
              {"action": f"{e2} {change_text} beside {e5}.",
               "events": [{"type": "state_change", "eid": "E2", "to": cast["change"][0]}]},
              f"{e2} waits with {e5}."]},
+        {"id": "S5", "setting": "A false friend of the lost prop", "present": ["E8", "E1"],
+         "actions": [
+             {"action": f"At the {l2}, {e1} finds {e10}; {e10} looks like {e4}, but it is not.",
+              "present": ["E8", "E1", {"eid": "E10", "confusable_with": "E4"}]}]},
     ]
     scenes += _filler(rng, n_segments - MIN_SEGMENTS, nm, 1)
     scenes.append(
         {"id": "SZ", "setting": "The return", "present": ["E7", "E1"],
          "lookalike_present": {"pair": ["E5", "E6"], "members": ["E6"]},
          "actions": [
-             {"action": f"At the {l1}, {e1} finds the {e3} again.",
-              "present": ["E7", "E1", {"eid": "E3", "count": cast["count"]}]},
-             {"action": f"{e1} and {e2} look at the {e3}; {e6} stands nearby.",
-              "present": ["E7", "E1", "E2", {"eid": "E3", "count": cast["count"]}, "E6"]}]})
+             {"action": f"Back at {opening_place}, {e1} finds the {e3} again beside {e6}.",
+              "present": [{"eid": "E7", "anchor": _anchor(opening_place, "E7")}, "E1",
+                          {"eid": "E3", "count": cast["count"]}, "E6"]},
+             {"action": f"{e1} and {e2} look at {opening_group}; {e6} stands nearby.",
+              "present": ["E7", "E1", "E2",
+                          {"eid": "E3", "count": cast["count"],
+                           "anchor": _anchor(opening_group, "E3")}, "E6"]}]})
     sid = story_id_for(seed, index)
     return {
         "story_id": sid,

@@ -157,6 +157,6 @@ def test_same_seed_same_bytes_and_parameters(tmp_path, story_root):
     assert len(gt["segments"]) == 16 and gt["params"]["gap_long_threshold"] == 10
     assert gt["summary"]["longest_gap"]["gap"] == 12 and s.extras["n_segments"] == 16
     assert "recall_after_gap" in {c["op"] for seg in gt["segments"] for c in seg["cast"]}
-    with pytest.raises(UserInputError, match="n_segments must be an int >= 13"):
+    with pytest.raises(UserInputError, match="n_segments must be an int >= 14"):
         build_track_b(tmp_path / "d", n_segments=5)
     assert re.fullmatch(r"\d{4}_sim_s0", gt["story_id"])

@@ -17,11 +17,19 @@ Truth file ``_truth/<story_id>.json``::
     {"story_id", "segment_sec",
      "entities": {eid: {"name", "kind", "asset" | "place", "count",
                         "states": {label: sim_state}}},      # stateless: {"base": "base"}
-     "segments": [{"segment_id", "present": [{"eid", "asset" | "place", "state", "count"}],
-                   "forbidden": [eid, ...]}]}
+     "segments": [{"segment_id",
+                   "present": [{"eid", "asset" | "place", "state", "count",
+                                "anchor"?: phrase, "confusable_with"?: eid}],
+                   "forbidden": [eid, ...], "false_friend_targets": [eid, ...]}]}
 
 ``present`` lists what a perfect generator draws in the segment: each cast entity in
-its current state (``state`` is the sim state, e.g. ``recoloured:red``).
+its current state (``state`` is the sim state, e.g. ``recoloured:red``), whether the
+prompt names it or refers to it name-free (``anchor``: the temporal-reference phrase
+that means it, e.g. ``"the group from the opening"``), and a false friend as itself
+(``confusable_with``: the earlier look-alike it must not be drawn as). ``forbidden``
+is what it never draws (destroyed, or the absent member of an active look-alike pair);
+``false_friend_targets`` the look-alikes of the segment's introductions that are not
+in its cast: not drawn either (they may be forbidden too).
 """
 
 from __future__ import annotations
@@ -76,9 +84,17 @@ def story_truth(gt: dict[str, Any]) -> dict[str, Any]:
             e = ents[c["eid"]]
             item = {"eid": c["eid"], "state": e["states"][label], "count": e["count"]}
             item.update({k: e[k] for k in ("asset", "place") if k in e})
+            if "anchor" in c:
+                item["anchor"] = c["anchor"]["phrase"]
+            if "confusable_with" in c:
+                item["confusable_with"] = c["confusable_with"]
             present.append(item)
+        cast = {c["eid"] for c in seg["cast"]}
+        targets = sorted({c["confusable_with"] for c in seg["cast"]
+                          if c["op"] == "introduce" and "confusable_with" in c} - cast)
         segments.append({"segment_id": seg["segment_id"], "present": present,
-                         "forbidden": [f["eid"] for f in seg["forbidden"]]})
+                         "forbidden": [f["eid"] for f in seg["forbidden"]],
+                         "false_friend_targets": targets})
     return {"story_id": gt["story_id"], "segment_sec": gt["params"]["segment_sec"],
             "entities": ents, "segments": segments}
 
