@@ -63,7 +63,10 @@ def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
         _param("out", Path, inspect.Parameter.empty, "--out", help="Run directory to write."),
     ]
     if videos:
-        params.append(_param("videos", Path, inspect.Parameter.empty, "--videos", help=bench.videos_help))
+        # the benchmark's own word (--rollouts, --continuations) and the generic --videos
+        flags = tuple(dict.fromkeys((bench.outputs_flag, "--videos")))
+        params.append(_param("videos", Path, inspect.Parameter.empty, *flags,
+                             help=bench.videos_help))
     else:
         params += [
             _param("generator", str, inspect.Parameter.empty, "--generator",

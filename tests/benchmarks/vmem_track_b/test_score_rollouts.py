@@ -78,7 +78,7 @@ def scored(sim):
 
 def main_score(gold: Path, rollouts: Path, deck: Path, out: Path, cache: Path, *extra: str) -> int:
     try:
-        main(["score", "vmem_track_b", "--gold", str(gold), "--videos", str(rollouts),
+        main(["score", "vmem_track_b", "--gold", str(gold), "--rollouts", str(rollouts),
               "--conditions", ",".join(CONDITIONS), "--backend-opt",
               f"judge/sim-cards:weights={deck}", "--judge-cache", str(cache), "--out", str(out),
               "--quiet", *extra])
