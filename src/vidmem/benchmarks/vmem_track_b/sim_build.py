@@ -6,6 +6,9 @@ Layout written under ``ROOT`` (one story per case)::
     gt/<story_id>.json                       the compiled gold (vidmem.sim.story_compile)
     sut_prompts/<story_id>_name_anchored.json  the prompt stream a system sees
     _truth/<story_id>.json                   the sim meaning of every entity and segment
+    _cards/                                  the sim card deck: the weights of
+                                             ``judge/sim-cards`` (--backend-opt
+                                             judge/sim-cards:weights=ROOT/_cards)
 
 Story ids are ``0001_sim_s<seed>``, ``0002_sim_s<seed>``...; every field and type of the
 three official files is the one of the official sample (a test compares them key by
@@ -39,11 +42,15 @@ from pathlib import Path
 from typing import Any
 
 from vidmem.sim.build import TRUTH_DIR, BuildSummary, check_n_cases
+from vidmem.sim.cards import write_card_deck
 from vidmem.sim.story_compile import compile_story, name_anchored
 from vidmem.sim.story_grammar import parse_appearance
 from vidmem.sim.story_plan import plan_story
 
-__all__ = ["DEFAULT_N_CASES", "build_track_b", "story_truth"]
+__all__ = ["CARDS_DIR", "DEFAULT_N_CASES", "build_track_b", "story_truth"]
+
+#: where the card deck of ``judge/sim-cards`` goes, under the build root
+CARDS_DIR = "_cards"
 
 DEFAULT_N_CASES = 2
 
@@ -132,6 +139,8 @@ def build_track_b(root: Path, *, seed: int = 0, n_cases: int | None = None,
         files += list(docs)
         ids.append(sid)
         longest[sid] = gt["summary"]["longest_gap"]
+    write_card_deck(root / CARDS_DIR)
     return BuildSummary("vmem_track_b", root, seed, n, n * n_segments, "gt", tuple(sorted(files)),
                         0.0, {"story_ids": ids, "longest_gap": longest,
-                              "n_segments": n_segments, "gap_long_threshold": gap_long_threshold})
+                              "n_segments": n_segments, "gap_long_threshold": gap_long_threshold,
+                              "card_deck": CARDS_DIR})
