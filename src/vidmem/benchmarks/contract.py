@@ -257,6 +257,19 @@ class Benchmark(ABC):
     report_builder: ClassVar[str | None] = None
     sim_builder: ClassVar[str | None] = None
     demo_module: ClassVar[str | None] = None
+    #: ``run_rollout(rollout, generator, ctx) -> summary dict``: how one rollout is run, for
+    #: a benchmark whose rollout is more than one request (Track-B: a (story, condition)
+    #: whose segments are generated in order, each from its own earlier clips). ``None``
+    #: (the default): each rollout's request is one video, handed to the generator as it
+    #: is. When set, the runner stores one work item per rollout (a finished rollout is
+    #: not run again; workers run rollouts in parallel), calls ``rollouts(dataset, out_dir,
+    #: config=<scorer configuration>, **requests)`` and then ``run_rollout`` with the
+    #: loaded generator and ``ctx`` (plain data: ``generator_key``, the generator's
+    #: identity); ``run_rollout`` writes under the rollout request's ``out_path`` folder,
+    #: resumes inside itself and raises when the rollout cannot be finished. Its summary
+    #: lists ``clips`` (``name -> SHA-256``, files in that folder) so that a clip deleted
+    #: or changed later makes the runner run the rollout again.
+    run_rollout: ClassVar[Callable[..., dict[str, Any]] | None] = None
 
     # ------------------------------------------------------------------ dataset
 

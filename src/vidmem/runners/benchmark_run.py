@@ -116,8 +116,21 @@ def _score_work(bench: Benchmark, item: WorkItem, judge_cache: str | None = None
 
 def write_requests(bench: Benchmark, root: str | Path, manifest: str | Path,
                    outputs: str | Path, **options: Any) -> int:
-    """Write one generation request per rollout to ``manifest`` (JSONL); return the count."""
+    """Write one generation request per rollout to ``manifest`` (JSONL); return the count.
+
+    Raises:
+        UserInputError: the benchmark runs its rollouts itself (``run_rollout``): each
+            request depends on the rollout's own earlier outputs, so no manifest can be
+            written ahead.
+    """
     from vidmem.io.jsonl import write_jsonl
+
+    if getattr(bench, "run_rollout", None) is not None:
+        raise UserInputError(
+            f"benchmark {bench.name} generates nothing from a request manifest: its rollouts "
+            "are closed loops (each request is built from the rollout's own earlier outputs)",
+            hint=f"vidmem run {bench.name} --generator NAME ... runs the loop; or write the "
+            f"{bench.outputs_word} elsewhere and vidmem score {bench.name} {bench.outputs_flag} DIR")
 
     ds = bench.load(root)
     rollouts = bench.rollouts(ds, Path(outputs), **options)
@@ -136,9 +149,22 @@ def open_run(bench: Benchmark, ds: Any, out: str | Path, config: Any, extra: Map
 
 
 def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: dict[str, Any], *,
-             workers: int = 1, quiet: bool = False, **requests: Any) -> dict[str, Any]:
-    """Generate every rollout's video into ``RUN/<outputs_word>`` (resumable)."""
+             workers: int = 1, quiet: bool = False, config: Any = None,
+             **requests: Any) -> dict[str, Any]:
+    """Generate every rollout's video into ``RUN/<outputs_word>`` (resumable).
+
+    A benchmark with ``run_rollout`` (a rollout of many requests, run by the benchmark)
+    gets ``config`` (the scorer configuration: e.g. which conditions) in ``rollouts`` and
+    one stored item per rollout; the others one item per request.
+    """
     out_dir = run.path / bench.outputs_word
+    if getattr(bench, "run_rollout", None) is not None:
+        items = [generation.make_rollout_item(r, generator, options)
+                 for r in bench.rollouts(ds, out_dir, config=config, **requests)]
+        with run.items() as store:
+            summary = generation.run_rollouts(store, items, bench, workers=workers, quiet=quiet)
+        return {"dir": out_dir, "summary": summary.as_counts(),
+                "errors": list(summary.error_samples)}
     items = [generation.make_item(r.request, generator, options, dict(r.inputs))
              for r in bench.rollouts(ds, out_dir, **requests)]
     with run.items() as store:
@@ -304,7 +330,8 @@ def run_benchmark(
     run = open_run(bench, ds, out, config, extra, resume=resume, overwrite=overwrite,
                    argv=sys.argv if argv is None else argv)
     if gen:
-        g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet, **requests)
+        g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet,
+                     config=config, **requests)
         videos = g["dir"]
         if g["summary"]["errors"] and not allow_missing:
             first = g["errors"][0] if g["errors"] else ("?", "?")

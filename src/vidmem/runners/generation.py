@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console
 
@@ -93,3 +93,81 @@ def _remove_partials(folders: set[Path]) -> None:
         if folder.is_dir():
             for partial in folder.glob(".*.partial-*"):
                 partial.unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------------------- rollouts
+# A benchmark with ``run_rollout`` (see vidmem.benchmarks.contract.Benchmark) runs a
+# rollout as many requests (Track-B: one per segment, in order); the runner stores one
+# item per rollout and lets the benchmark resume inside it.
+
+
+class StoredRollout(NamedTuple):
+    """A rollout back from its stored item: the contract's ``Rollout`` fields (the runner
+    sits below the contract, so it rebuilds the record without importing it)."""
+
+    request: GenerationRequest
+    inputs: dict[str, str]
+
+
+def generator_key(generator: str, options: dict[str, Any]) -> str:
+    """The generator's identity (name, options, ``info()``) as one JSON string."""
+    return json.dumps({"generator": generator, "options": options,
+                       "info": generator_info(generator, options)}, sort_keys=True, default=str)
+
+
+def make_rollout_item(rollout: Any, generator: str, options: dict[str, Any]) -> WorkItem:
+    """A multi-request rollout item; the gold root and out path are data, not key."""
+    request = rollout.request
+    return WorkItem.make(request.request_id, "generate", {
+        "generation": request.to_dict(), "generator": generator, "generator_options": options,
+        "generator_info": generator_info(generator, options), "rollout": True,
+        "inputs": dict(rollout.inputs),
+    }, unkeyed=("generation.out_path", "generation.extras.gold_root"))
+
+
+def rollout_work(bench: Any, item: WorkItem) -> dict[str, Any]:
+    """Run one rollout with the benchmark's ``run_rollout`` (picklable with ``partial``)."""
+    req = item.request
+    gen = _generator(req["generator"], json.dumps(req["generator_options"], sort_keys=True))
+    rollout = StoredRollout(GenerationRequest.from_dict(req["generation"]), dict(req["inputs"]))
+    ctx = {"generator_key": generator_key(req["generator"], req["generator_options"])}
+    summary = bench.run_rollout(rollout, gen, ctx)
+    return {"response": summary, "score": None}
+
+
+def _rollout_changed(item: WorkItem, stored: Any) -> str | None:
+    folder = Path(item.request["generation"]["out_path"]).parent
+    clips = (stored.response or {}).get("clips") if isinstance(stored.response, dict) else None
+    for name, sha in (clips or {}).items():
+        path = folder / f"{name}.mp4" if not str(name).endswith(".mp4") else folder / name
+        if not path.is_file():
+            return f"{path} was deleted after it was generated; resuming the rollout"
+        if file_sha256(path) != sha:
+            return f"{path} changed after it was generated (SHA-256 differs); resuming the rollout"
+    return None
+
+
+def run_rollouts(store: ItemStore, items: list[WorkItem], bench: Any, *, workers: int = 1,
+                 quiet: bool = False) -> ExecutionSummary:
+    """Run every rollout not yet done; rerun those with a clip deleted or changed since
+    (the benchmark's ``run_rollout`` then resumes at the first unfinished clip)."""
+    from functools import partial
+
+    _remove_partials({Path(it.request["generation"]["out_path"]).parent for it in items})
+    redo: list[str] = []
+    for item in items:
+        stored = store.get(item.key)
+        if stored is None or stored.status != "done":
+            continue
+        why = _rollout_changed(item, stored)
+        if why is None:
+            continue
+        redo.append(f"{item.item_id}: {why}")
+        store.put(item.key, item_id=item.item_id, kind=item.kind, request=item.request,
+                  status="error", error=why)
+    if redo and not quiet:
+        Console(stderr=True).print("[yellow]regenerating:[/yellow] " + "; ".join(redo[:5])
+                                   + (f" (and {len(redo) - 5} more)" if len(redo) > 5 else ""),
+                                   highlight=False)
+    return execute(store, items, partial(rollout_work, bench), workers=workers,
+                   progress=not quiet, quiet=quiet)

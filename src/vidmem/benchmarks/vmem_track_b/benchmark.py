@@ -1,11 +1,14 @@
 """VMem-Bench Track-B as a :class:`~vidmem.benchmarks.contract.Benchmark`: one story, one item.
 
-This slice scores rollouts brought by the user (``vidmem score vmem_track_b``; ``run``
-is the same, ``requests`` is refused): the closed-loop generation of the conditions is
-not built yet (``generates = False``). A story is one stored item -- the cluster of the
-paired story bootstrap -- keyed by its gold files' hashes, every clip's hash and the
-scorer configuration, so a killed run resumes story by story and every judge answer is
-kept in the answer cache across runs. Layout of the rollouts: :mod:`.scorer`.
+``vidmem run vmem_track_b --generator NAME`` runs the closed loop: one rollout per
+(story, condition) (:meth:`TrackB.rollouts`), each generated segment by segment from its
+own earlier clips by :mod:`.loop` (:meth:`TrackB.run_rollout`, resumable per segment),
+into ``RUN/rollouts/<story>/<condition>/seg_NNN.mp4``; then the rollouts are scored.
+``vidmem score vmem_track_b --rollouts DIR`` scores rollouts brought by the user. A
+story is one stored score item -- the cluster of the paired story bootstrap -- keyed by
+its gold files' hashes, every clip's hash and the scorer configuration, so a killed run
+resumes story by story and every judge answer is kept in the answer cache across runs.
+Layout of the rollouts: :mod:`.scorer`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
-from vidmem.benchmarks.contract import Benchmark, Outcome, ScoreItem
+from vidmem.benchmarks.contract import Benchmark, CliOption, Outcome, Rollout, ScoreItem
 from vidmem.benchmarks.jsonl_dataset import VideoFolderScan
 from vidmem.benchmarks.vmem_track_b import cli
 from vidmem.benchmarks.vmem_track_b.config import BASELINE, PRIVILEGED, ScorerConfig
@@ -28,6 +31,22 @@ from vidmem.runners.store import RunDir
 
 NAME = "vmem_track_b"
 VERSION = "0.1"
+
+#: options of ``run`` that shape the closed loop's retrieval (part of each rollout's key)
+REQUESTS_OPTIONS = (
+    CliOption("retrieval_preset", ("--retrieval-preset",), str, "offline",
+              "Encoders of the retrieval conditions: offline (classic/tfidf, classic/hsv-lbp; "
+              "no text-image embedder, so no text_frame/seg_frame) or official (Qwen3-"
+              "Embedding, SigLIP 2, DINOv3)."),
+    CliOption("segment_text_embedder", ("--segment-text-embedder",), str | None, None,
+              "Segment-text embedder of the retrieval policies (overrides the preset)."),
+    CliOption("frame_embedder", ("--frame-embedder",), str | None, None,
+              "Text-image embedder of text_frame/seg_frame (overrides the preset)."),
+    CliOption("keyframe_embedder", ("--keyframe-embedder",), str | None, None,
+              "Keyframe image embedder of seg_dino_key (overrides the preset)."),
+    CliOption("retrieval_opt", ("--retrieval-opt",), list[str] | None, None,
+              "NAME:key=value for a retrieval encoder, e.g. dinov3/vitb16:weights=DIR."),
+)
 
 
 @dataclass(frozen=True)
@@ -56,8 +75,9 @@ class TrackB(Benchmark):
     outputs_word = "rollouts"
     outputs_flag = "--rollouts"
     root_flags = ("--gold", "--root")
-    generates = False
+    generates = True
     asks_judge = True
+    requests_options = REQUESTS_OPTIONS
     root_help = ("Track-B story root: the folder holding gt/, gt_source/ and sut_prompts/ "
                  "(the release's trackB/en/).")
     videos_help = ("Rollouts folder: <story_id>/<condition>/seg_NNN.mp4 (or NNN.mp4, N.mp4; "
@@ -98,8 +118,37 @@ class TrackB(Benchmark):
 
     # ------------------------------------------------------------------ rollouts
 
-    def rollouts(self, dataset: TrackBDataset, out_dir: Path, **options: Any) -> list[Any]:
-        return []  # closed-loop generation is not built yet: bring your own rollouts
+    def rollouts(self, dataset: TrackBDataset, out_dir: Path, config: ScorerConfig | None = None,
+                 **options: Any) -> list[Rollout]:
+        """One rollout per (story, condition) of ``config`` (default: the card's six), for
+        the stories ``config.stories`` selects; run by :meth:`run_rollout`."""
+        from vidmem.benchmarks.options import backend_options_for
+        from vidmem.benchmarks.vmem_track_b.config import DEFAULT_CONDITIONS
+        from vidmem.benchmarks.vmem_track_b.loop import RetrievalConfig, make_rollouts
+
+        retrieval = RetrievalConfig.from_preset(
+            options.get("retrieval_preset"),
+            segment_text_embedder=options.get("segment_text_embedder"),
+            frame_embedder=options.get("frame_embedder"),
+            keyframe_embedder=options.get("keyframe_embedder"),
+            seed=0 if config is None else config.seed)
+        names = [n for n in (retrieval.segment_text_embedder, retrieval.frame_embedder,
+                             retrieval.keyframe_embedder) if n]
+        opts = backend_options_for(names, options.get("retrieval_opt"), None, None)
+        retrieval = RetrievalConfig.from_dict({**retrieval.to_dict(), "backend_options":
+                                               {k: v for k, v in opts.items() if v}})
+        conditions = DEFAULT_CONDITIONS if config is None else config.conditions
+        chosen = None if config is None else config.selected()
+        stories = [s for s in dataset.stories if chosen is None or s.number in chosen]
+        return make_rollouts(stories, conditions, out_dir, retrieval, gold_root=dataset.root,
+                             benchmark=NAME, version=VERSION)
+
+    def run_rollout(self, rollout: Rollout, generator: Any,  # type: ignore[override]
+                    ctx: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Generate one (story, condition) closed-loop rollout (:func:`.loop.run_rollout`)."""
+        from vidmem.benchmarks.vmem_track_b.loop import run_rollout
+
+        return run_rollout(rollout, generator, ctx)
 
     def find_outputs(self, dataset: TrackBDataset, videos: str | Path) -> StoryRollouts:
         from vidmem.benchmarks.vmem_track_b.scorer import story_folder
@@ -185,9 +234,12 @@ class TrackB(Benchmark):
         }
 
     def protocol(self, config: ScorerConfig) -> dict[str, Any]:
+        from vidmem.benchmarks.vmem_track_b.loop import PROTOCOL as LOOP
         from vidmem.benchmarks.vmem_track_b.protocol import protocol_block
 
-        return protocol_block(config)
+        block = protocol_block(config)
+        block["closed_loop"] = {**LOOP, "privileged": sorted(PRIVILEGED)}
+        return block
 
     def run_config(self, dataset: TrackBDataset, config: ScorerConfig) -> dict[str, Any]:
         return {"gold_root": str(dataset.root), "stories": [s.story_id for s in dataset.stories],

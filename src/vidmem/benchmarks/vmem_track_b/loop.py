@@ -1,0 +1,502 @@
+"""Track-B's closed loop: one (story, condition) rollout, generated segment by segment.
+
+For each segment n of a story, in order, :func:`run_rollout`
+
+1. asks the condition for up to K = 3 references from THIS rollout's own earlier clips:
+   a retrieval policy (:mod:`vidmem.memory.policies`) composes with the segment's prompt
+   over a :class:`~vidmem.memory.store.MemoryStore` that holds the prompt text and the
+   frames decoded from the rollout's own MP4s (1 fps and 2 fps grids, each clip decoded
+   once, each frame embedded once per encoder); only references of clips that ended
+   before segment n starts are kept (the causal rule of :mod:`vidmem.memory.guard`,
+   enforced here again whatever the policy returns). ``none`` retrieves nothing;
+   ``last_seen`` is the privileged diagnostic (:func:`last_seen_sources`);
+2. writes each reference frame as a PNG next to the clip (``seg_NNN.ref<k>.png``) and
+   asks the generator for the segment with only the prompt text, those references
+   (``GenerationRequest.references``, ``source`` = the clip's segment id,
+   ``source_time_seconds`` = seconds into that clip) and the format fields -- never gold;
+3. records the clip's SHA-256 in the rollout's progress file ``progress.json``
+   (written atomically after every segment), then lets the store observe the clip.
+
+Rollout time: segment n spans ``[sum of earlier durations, + its duration)`` seconds, so a
+frame's time in the store is unique within the rollout; a clip shorter than its segment
+simply has fewer frames. A killed rollout resumes at the first segment without a
+finished clip (its file exists with the SHA-256 the progress file recorded): earlier
+clips are observed again (not generated), later progress entries are dropped. A
+progress file made by another generator or retrieval setting starts the rollout over.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from vidmem.benchmarks.contract import Rollout
+from vidmem.benchmarks.vmem_track_b.stories import Story
+from vidmem.errors import UserInputError
+from vidmem.generators.requests import GenerationRequest, ReferenceImage
+from vidmem.io.hashing import file_sha256
+from vidmem.io.video import probe, read_frames_at
+from vidmem.memory.embeddings import EmbeddingCache
+from vidmem.memory.frames import RATES, Frame, frame_keys
+from vidmem.memory.frames import Segment as MemorySegment
+from vidmem.memory.guard import prepare
+from vidmem.memory.policy import FilmContext, Reference, load_policy
+from vidmem.memory.store import MemoryStore
+
+__all__ = ["BUDGET", "LOOP_VERSION", "PROGRESS", "PROTOCOL", "RETRIEVAL_PRESETS",
+           "ClipFrames", "RetrievalConfig", "last_seen_sources", "make_rollouts",
+           "read_progress", "run_rollout", "segment_name"]
+
+#: references per segment (the card's K)
+BUDGET = 3
+#: bumped whenever a rollout's clips would change for the same generator and stories
+LOOP_VERSION = "1"
+#: the rollout's progress file, in its folder
+PROGRESS = "progress.json"
+#: conditions that are not retrieval policies
+NO_MEMORY, LAST_SEEN = "none", "last_seen"
+#: policies that rank frames against text (need a joint text-image embedder)
+NEEDS_FRAME_EMBEDDER = frozenset({"text_frame", "seg_frame"})
+#: cast ops at which an entity has appeared before
+RETURN_OPS = frozenset({"recall", "recall_after_gap", "transform", "persist"})
+
+RETRIEVAL_PRESETS: dict[str, dict[str, Any]] = {
+    "official": {"segment_text_embedder": "qwen3-embedding/0.6b",
+                 "frame_embedder": "siglip2/base-patch16-224",
+                 "keyframe_embedder": "dinov3/vitb16"},
+    "offline": {"segment_text_embedder": "classic/tfidf", "frame_embedder": None,
+                "keyframe_embedder": "classic/hsv-lbp"},
+}
+
+PROTOCOL: dict[str, Any] = {
+    "rollout": "one rollout per (story, condition): an empty store, its own clips in "
+               "<run>/rollouts/<story>/<condition>/seg_NNN.mp4, segments strictly in order",
+    "budget": BUDGET,
+    "store": "the rollout's own segments: prompt text + frames decoded from its own MP4s on "
+             "the 1 fps and 2 fps grids of rollout time (segment n spans the summed earlier "
+             "durations + its own); each clip decoded once, each frame embedded once per encoder",
+    "compose": "the policy composes with segment n's prompt (sut_prompts) before segment n "
+               "is generated; the store then observes the written clip",
+    "eligibility": "a reference is kept only if it is a Reference with a finite time inside an "
+                   "earlier clip that ended at or before segment n's start; then the first K "
+                   "in the policy's order",
+    "generator_sees": "GenerationRequest with request_id <story>/seg_NNN, the prompt text, the "
+                      "reference PNGs (source = seg_MMM of this rollout, source_time_seconds = "
+                      "seconds into that clip) and format fields (duration); never gold",
+    "none": "no references",
+    "last_seen": "PRIVILEGED diagnostic (reads the gold cast, not deployable): the character/"
+                 "prop entities required in segment n that appeared before (op recall, "
+                 "recall_after_gap, transform, persist), by gap longest first (ties: cast "
+                 "order), the first 3; for each the middle frame (index n_frames // 2) of this "
+                 "rollout's clip of the latest earlier segment whose cast lists it; references "
+                 "of one clip merged; no gold text or pixels reach the generator",
+    "resume": "per (story, condition, segment): a clip is finished when its file exists with "
+              "the SHA-256 in the rollout's progress.json (written atomically after each "
+              "segment); a rerun starts at the first unfinished segment",
+}
+
+
+def segment_name(n: int) -> str:
+    """``seg_NNN`` of the 1-indexed segment ``n``."""
+    return f"seg_{int(n):03d}"
+
+
+# --------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """The encoders the retrieval policies get (part of every rollout's content key).
+
+    Attributes:
+        preset: ``offline`` (classic backends, no text-image embedder) or ``official``.
+        segment_text_embedder, frame_embedder, keyframe_embedder: backend names
+            (``frame_embedder`` embeds texts and images in one space; ``None``: none).
+        backend_options: per backend name, its constructor options.
+        seed: offered to policies that draw (a random control).
+    """
+
+    preset: str = "offline"
+    segment_text_embedder: str = "classic/tfidf"
+    frame_embedder: str | None = None
+    keyframe_embedder: str = "classic/hsv-lbp"
+    backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    seed: int = 0
+
+    @classmethod
+    def from_preset(cls, preset: str | None = "offline", **overrides: Any) -> RetrievalConfig:
+        preset = preset or "offline"
+        if preset not in RETRIEVAL_PRESETS:
+            raise UserInputError(f"vmem_track_b: unknown retrieval preset {preset!r}",
+                                 hint=f"choose one of {', '.join(RETRIEVAL_PRESETS)}")
+        values = {**RETRIEVAL_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+        return cls(preset=preset, **values)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["backend_options"] = {k: dict(v) for k, v in self.backend_options.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RetrievalConfig:
+        return cls(**dict(data))
+
+    def check(self, conditions: Sequence[str]) -> None:
+        """Refuse conditions these encoders cannot run, before anything is generated."""
+        text_image = sorted(set(conditions) & NEEDS_FRAME_EMBEDDER)
+        if text_image and self.frame_embedder is None:
+            raise UserInputError(
+                f"vmem_track_b: condition(s) {text_image} rank frames against text, and the "
+                f"{self.preset!r} retrieval setting has no text-image embedder",
+                hint="pass --retrieval-preset official (SigLIP 2), or --frame-embedder NAME, "
+                     "or leave text_frame/seg_frame out of --conditions")
+
+
+_ENCODERS: dict[str, dict[str, Any]] = {}
+
+
+def _encoders(config: RetrievalConfig) -> dict[str, Any]:
+    """The loaded encoders, offered to the policies by parameter name (once per process)."""
+    key = json.dumps(config.to_dict(), sort_keys=True)
+    if key not in _ENCODERS:
+        from vidmem.models.loading import load_backend
+
+        opts = {k: dict(v) for k, v in config.backend_options.items()}
+        text = load_backend(config.segment_text_embedder, opts.get(config.segment_text_embedder),
+                            role="text_embedder")
+        frame = (None if config.frame_embedder is None else
+                 load_backend(config.frame_embedder, opts.get(config.frame_embedder),
+                              role="image_embedder"))
+        keyframe = load_backend(config.keyframe_embedder, opts.get(config.keyframe_embedder),
+                                role="image_embedder")
+        _ENCODERS[key] = {"segment_text_embedder": text, "frame_text_embedder": frame,
+                          "frame_image_embedder": frame, "keyframe_embedder": keyframe,
+                          "seed": config.seed}
+    return _ENCODERS[key]
+
+
+# --------------------------------------------------------------------------- rollouts
+
+
+def make_rollouts(stories: Sequence[Story], conditions: Sequence[str], out_dir: Path,
+                  retrieval: RetrievalConfig, *, gold_root: Path, benchmark: str,
+                  version: str) -> list[Rollout]:
+    """One :class:`Rollout` per (story, condition), writing under ``out_dir/<story>/<condition>``.
+
+    The rollout's request is a record of the work, never sent to a generator: its
+    ``out_path`` is the progress file, its ``extras`` name the story, the condition and
+    the retrieval setting; ``inputs`` hold the gold files' hashes.
+    """
+    retrieval.check(conditions)
+    out = []
+    for story in stories:
+        for cond in conditions:
+            folder = Path(out_dir) / story.story_id / cond
+            request = GenerationRequest(
+                request_id=f"{story.story_id}/{cond}", benchmark=benchmark,
+                prompt=f"closed-loop rollout of story {story.story_id} ({len(story.segments)} "
+                       f"segments) under condition {cond}",
+                out_path=str(folder / PROGRESS),
+                extras={"story_id": story.story_id, "number": story.number, "condition": cond,
+                        "gold_root": str(gold_root), "n_segments": len(story.segments),
+                        "retrieval": retrieval.to_dict(), "loop_version": LOOP_VERSION,
+                        "benchmark_version": version})
+            out.append(Rollout(request, {f"gold_sha256_{k}": v for k, v in story.sha256.items()}))
+    return out
+
+
+# --------------------------------------------------------------------------- frames
+
+
+class ClipFrames:
+    """The frames of one rollout's clips on the 1 fps / 2 fps grids of rollout time.
+
+    A :class:`~vidmem.memory.frames.FrameSource`: segment ``index`` (0-based) is the clip
+    added with :meth:`add`; its frames lie at rollout times inside the segment's span
+    and before the clip's end. Pixels are decoded once per clip, on first use, and every
+    embedder named with :meth:`require` embeds them right away.
+    """
+
+    def __init__(self, film_id: str, *, rates: Sequence[float] = RATES,
+                 keep_segments: int = 2) -> None:
+        self.film_id = film_id
+        self.embeddings = EmbeddingCache()
+        self.rates = tuple(float(r) for r in rates)
+        self.keep_segments = keep_segments
+        self.decodes = 0
+        self._clips: dict[int, tuple[Path, float, float]] = {}  # index -> path, start, length
+        self._frames: dict[int, list[Frame]] = {}
+        self._pixels: OrderedDict[int, dict[int, np.ndarray]] = OrderedDict()
+        self._required: list[tuple[Any, float]] = []
+
+    def require(self, embedder: Any, fps: float) -> None:
+        if all(e is not embedder or f != float(fps) for e, f in self._required):
+            self._required.append((embedder, float(fps)))
+
+    def add(self, index: int, clip: Path, start_seconds: float) -> None:
+        """Clip ``clip`` is segment ``index``, starting at ``start_seconds`` of rollout time."""
+        self._clips[int(index)] = (Path(clip), float(start_seconds),
+                                   float(probe(clip).duration_seconds))
+
+    def frames_of(self, segment: MemorySegment) -> list[Frame]:
+        if segment.index in self._frames:
+            return self._frames[segment.index]
+        if segment.index not in self._clips:
+            raise UserInputError(f"rollout {self.film_id}: segment {segment.index + 1} has no clip",
+                                 hint="generate the segment before the store observes it")
+        _, start, length = self._clips[segment.index]
+        frames = []
+        for key, rates in frame_keys(segment, self.rates):
+            if key / 1000.0 - start >= length:
+                continue  # past the clip's end
+            frames.append(Frame(key, segment.index, rates,
+                                lambda s=segment.index, k=key: self._pixel(s, k)))
+        self._frames[segment.index] = frames
+        return frames
+
+    def _pixel(self, index: int, key: int) -> np.ndarray:
+        if index not in self._pixels:
+            self._decode(index)
+        self._pixels.move_to_end(index)
+        return self._pixels[index][key]
+
+    def _decode(self, index: int) -> None:
+        path, start, _ = self._clips[index]
+        frames = self._frames[index]
+        batch = read_frames_at(path, [f.seconds - start for f in frames])
+        self.decodes += 1
+        self._pixels[index] = {f.key: batch[i] for i, f in enumerate(frames)}
+        while len(self._pixels) > self.keep_segments:
+            self._pixels.popitem(last=False)
+        for embedder, fps in self._required:
+            self.embeddings.image_rows(embedder, [f for f in frames if fps in f.rates])
+
+
+# --------------------------------------------------------------------------- last_seen
+
+
+def last_seen_sources(story: Story, n: int, budget: int = BUDGET) -> list[tuple[int, list[str]]]:
+    """Where the privileged ``last_seen`` condition takes segment ``n``'s references from.
+
+    Args:
+        story: the gold story.
+        n: the 1-indexed segment being generated.
+        budget: how many entities at most.
+
+    Returns:
+        ``[(segment m < n, [eids])]``: for the character/prop entities required in
+        segment ``n`` that appeared before, ordered by gap (longest first; ties keep the
+        cast order), the first ``budget``, each mapped to the latest earlier segment whose
+        cast lists it; entities of one segment are merged into one entry, in that order.
+    """
+    segs = story.segments
+    wanted = []
+    for pos, c in enumerate(segs[n - 1].cast):
+        ent = story.entities.get(c.eid)
+        if ent is None or ent.kind not in ("character", "prop") or c.op not in RETURN_OPS:
+            continue
+        last = next((m for m in range(n - 1, 0, -1)
+                     if any(x.eid == c.eid for x in segs[m - 1].cast)), None)
+        if last is None:
+            continue
+        gap = c.gap if c.gap is not None else n - last - 1
+        wanted.append((-gap, pos, c.eid, last))
+    merged: dict[int, list[str]] = {}
+    for _, _, eid, last in sorted(wanted)[:budget]:
+        merged.setdefault(last, []).append(eid)
+    return list(merged.items())
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def read_progress(folder: Path) -> dict[str, Any] | None:
+    """The rollout's progress file, or ``None`` when there is none (or it is unreadable)."""
+    path = Path(folder) / PROGRESS
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_progress(folder: Path, data: Mapping[str, Any]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{PROGRESS}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, folder / PROGRESS)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _finished(folder: Path, entry: Any) -> bool:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("sha256"), str):
+        return False
+    clip = folder / str(entry.get("clip", ""))
+    return clip.is_file() and file_sha256(clip) == entry["sha256"]
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def _eligible(ref: Any, start: float, ends: Mapping[int, float]) -> bool:
+    if not isinstance(ref, Reference):
+        return False
+    t = ref.source_seconds
+    if isinstance(t, bool) or not isinstance(t, (int, float, np.floating)) or not math.isfinite(float(t)):
+        return False
+    seg = ref.segment_index
+    if seg is None:
+        seg = next((k for k, e in ends.items() if float(t) < e), None)
+    return seg in ends and ends[seg] <= start + 1e-9 and float(t) < start
+
+
+def _write_reference(clip: Path, seconds_into: float, png: Path) -> None:
+    frame = read_frames_at(clip, [seconds_into])[0]
+    tmp = png.with_name(f".{png.name}.tmp.png")
+    Image.fromarray(frame).save(tmp)
+    os.replace(tmp, png)
+
+
+def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None = None,
+                *, story: Story | None = None) -> dict[str, Any]:
+    """Generate one (story, condition) rollout, resuming at its first unfinished segment.
+
+    Args:
+        rollout: from :func:`make_rollouts`.
+        generator: a :class:`~vidmem.generators.protocol.Generator`.
+        ctx: plain data of the run: ``generator_key`` (the generator's identity; a
+            progress file of another one starts over).
+        story: the loaded story (default: loaded from the rollout's gold root).
+
+    Returns:
+        ``{"story_id", "condition", "segments", "generated", "resumed_from", "clips":
+        {seg_NNN: sha256}, "references": {seg_NNN: [seg_MMM ...]}}``.
+
+    Raises:
+        RuntimeError: the generator failed on a segment (the finished ones are kept).
+        UserInputError: the gold changed, or a condition cannot be built.
+    """
+    from vidmem.benchmarks.vmem_track_b.stories import load_stories
+
+    ex = dict(rollout.request.extras)
+    sid, cond = str(ex["story_id"]), str(ex["condition"])
+    if story is None:
+        found = [s for s in load_stories(ex["gold_root"], int(ex["number"])) if s.story_id == sid]
+        if not found:
+            raise UserInputError(f"{ex['gold_root']}: story {sid} not found",
+                                 hint="rerun with the gold the run was started with")
+        story = found[0]
+    want = {k.removeprefix("gold_sha256_"): v for k, v in rollout.inputs.items()}
+    if want and dict(story.sha256) != want:
+        raise UserInputError(f"story {sid}: its gold files changed after the run listed them",
+                             hint="rerun with --overwrite (or a new --out)")
+    retrieval = RetrievalConfig.from_dict(ex["retrieval"])
+    folder = Path(rollout.request.out_path).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    identity = {"story_id": sid, "condition": cond, "loop_version": LOOP_VERSION,
+                "retrieval": retrieval.to_dict(),
+                "generator": (ctx or {}).get("generator_key")}
+    progress = read_progress(folder)
+    if progress is None or progress.get("identity") != identity:
+        progress = {"identity": identity, "segments": {}}
+    done: dict[str, Any] = dict(progress.get("segments") or {})
+
+    policy = None
+    source = ClipFrames(f"{sid}/{cond}")
+    if cond not in (NO_MEMORY, LAST_SEEN):
+        policy = load_policy(cond, offered=_encoders(retrieval))
+        prepare(source, [policy])
+        policy.reset(FilmContext(f"{sid}/{cond}"))
+    store = MemoryStore(source)
+
+    start = 0.0
+    ends: dict[int, float] = {}
+    kept: dict[str, Any] = {}
+    resumed_from = None
+    generated = 0
+    for seg in story.segments:
+        n, name = seg.segment_id, segment_name(seg.segment_id)
+        clip = folder / f"{name}.mp4"
+        mseg = MemorySegment(n - 1, start, start + float(seg.duration_seconds), text=seg.prompt)
+        if resumed_from is None and _finished(folder, done.get(name)):
+            kept[name] = done[name]
+        else:
+            if resumed_from is None:
+                resumed_from = n
+            refs = _references(cond, story, n, policy, store, mseg, ends, folder, kept)
+            request = GenerationRequest(
+                request_id=f"{sid}/{name}", benchmark=rollout.request.benchmark,
+                prompt=seg.prompt, out_path=str(clip), references=tuple(r for r, _ in refs),
+                duration_seconds=float(seg.duration_seconds))
+            result = generator.generate(request)
+            if getattr(result, "status", None) != "ok" or not clip.is_file():
+                why = getattr(result, "error", None) or f"{clip} was not written"
+                raise RuntimeError(f"rollout {sid}/{cond}, segment {name}: {why}")
+            kept[name] = {"clip": clip.name, "sha256": file_sha256(clip),
+                          "references": [{"png": Path(r.path).name, "source": r.source,
+                                          "source_time_seconds": r.source_time_seconds,
+                                          "rollout_seconds": t} for r, t in refs]}
+            generated += 1
+            _write_progress(folder, {"identity": identity, "segments": kept})
+        source.add(mseg.index, clip, start)
+        store.observe(mseg)
+        if policy is not None:
+            policy.observe(mseg, store)
+        ends[mseg.index] = mseg.end_seconds
+        start = mseg.end_seconds
+    if generated == 0 and kept != done:
+        _write_progress(folder, {"identity": identity, "segments": kept})
+    return {"story_id": sid, "condition": cond, "segments": len(story.segments),
+            "generated": generated, "resumed_from": resumed_from,
+            "clips": {k: v["sha256"] for k, v in kept.items()},
+            "references": {k: [r["source"] for r in v.get("references", [])]
+                           for k, v in kept.items()}}
+
+
+def _references(cond: str, story: Story, n: int, policy: Any, store: MemoryStore,
+                mseg: MemorySegment, ends: Mapping[int, float], folder: Path,
+                kept: Mapping[str, Any]) -> list[tuple[ReferenceImage, float]]:
+    """Segment ``n``'s reference images (written as PNGs) with their rollout times."""
+    picks: list[tuple[int, float]] = []  # (0-based segment, seconds into its clip)
+    if cond == LAST_SEEN:
+        for m, _ in last_seen_sources(story, n):
+            clip = folder / kept[segment_name(m)]["clip"]
+            info = probe(clip)
+            mid = (info.n_frames // 2) / info.fps if info.fps else info.duration_seconds / 2
+            picks.append((m - 1, float(mid)))
+    elif policy is not None:
+        store.next_segment_index = mseg.index
+        returned = policy.compose(mseg.text, float(mseg.start_seconds), BUDGET, store)
+        valid = [r for r in list(returned or []) if _eligible(r, mseg.start_seconds, ends)]
+        for r in valid[:BUDGET]:
+            seg = r.segment_index if r.segment_index is not None else next(
+                k for k, e in ends.items() if float(r.source_seconds) < e)
+            picks.append((int(seg), float(r.source_seconds) - _start_of(seg, ends)))
+    out = []
+    name = segment_name(n)
+    for k, (seg, into) in enumerate(picks, start=1):
+        src = folder / kept[segment_name(seg + 1)]["clip"]
+        png = folder / f"{name}.ref{k}.png"
+        _write_reference(src, into, png)
+        out.append((ReferenceImage(str(png), round(into, 6), segment_name(seg + 1)),
+                    round(_start_of(seg, ends) + into, 6)))
+    return out
+
+
+def _start_of(seg: int, ends: Mapping[int, float]) -> float:
+    return ends.get(seg - 1, 0.0) if seg > 0 else 0.0
