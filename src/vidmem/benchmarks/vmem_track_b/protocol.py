@@ -18,8 +18,9 @@ from vidmem.stats import paired_bootstrap
 RULES: dict[str, str] = {
     "item": "one story = one stored item = one cluster of the paired story bootstrap; all its "
             "conditions and segments are judged together (one judge_many call per story)",
-    "generation": "not in this slice: rollouts are brought by the user (vidmem score); the "
-                  "closed loop (store, K = 3 references, last_seen) is not run by vidmem yet",
+    "generation": "vidmem run generates each (story, condition) rollout with the closed loop "
+                  "(protocol.closed_loop: its own store, K = 3 references, last_seen "
+                  "privileged); vidmem score reads rollouts brought by the user",
     "layout": "<rollouts>/<story>/<condition>/<segment>.mp4; <story> = the file stem "
               "(0001_lighthouse_keeper) or the 4-digit id (0001), the stem first; <segment> = "
               "seg_NNN, NNN or N; other files are ignored",
