@@ -412,6 +412,28 @@ def test_checker_catches_planted_violations(tmp_path):
     assert len(got) == 9, text
 
 
+def test_a_package_inside_a_layer_is_held_like_a_module(tmp_path):
+    """``metrics/track_b/`` (a package) obeys the metrics row, as ``metrics/track_b.py``
+    did: layer, third-party allow-list, its own relative and absolute sibling imports,
+    and no cycle between its ``__init__`` and the parts it re-exports."""
+    src = _fake_tree(tmp_path, {
+        "io/video.py": "",
+        "metrics/other.py": "",
+        "metrics/pkg/__init__.py": ("from vidmem.metrics.pkg.part import x\n"
+                                    "from .rest import y\n"),
+        "metrics/pkg/part.py": ("import numpy\nfrom vidmem.errors import UserInputError\n"
+                                "from vidmem.metrics.other import z\nx = 1\n"),
+        "metrics/pkg/rest.py": ("from vidmem.metrics.pkg.part import x\nfrom ..other import z\n"
+                                "import cv2\nfrom vidmem.io.video import probe\ny = 2\n"),
+    })
+    assert layer_of(Path("metrics/pkg/part.py")) == "metrics"
+    got = check_tree(src)
+    assert len(got) == 2, "\n".join(got)
+    assert got[0].startswith("metrics/pkg/rest.py:3 imports cv2 (layer metrics may import only")
+    assert got[1].startswith("metrics/pkg/rest.py:4 imports vidmem.io.video (layer metrics")
+    assert import_cycles(module_level_graph(src)) == []
+
+
 def test_cycle_finder_catches_a_planted_circle(tmp_path):
     src = _fake_tree(tmp_path, {
         "stats/a.py": "from vidmem.stats.b import f\n",
