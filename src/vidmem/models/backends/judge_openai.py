@@ -331,6 +331,9 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
                 else default_http(event_hooks={"response": [remember_socket]})
             ),
         )
+        from openai.types.chat import ChatCompletion
+
+        self._completion_type = ChatCompletion
         self._rng = random.Random(retry_seed)
         self._start_counters()
 

@@ -233,6 +233,7 @@ class ChatServerCalls:
     max_total_seconds: float
     _openai: Any
     _client: Any
+    _completion_type: Any  # openai.types.chat.ChatCompletion
     _rng: random.Random
     _lock: threading.Lock
     _log: logging.Logger
@@ -246,8 +247,15 @@ class ChatServerCalls:
     def _request(self, body: dict[str, Any], timeout: float) -> JudgeReply:
         """One HTTP call, bounded only by the client's per-operation ``timeout``."""
         openai = self._openai
+        # The body is plain JSON already. chat.completions.create would first walk it
+        # through the SDK's TypedDict transform, which cost about 2.6 ms per question (a
+        # third of the client's time at 100 ms server latency); the same client's
+        # low-level post sends it as is, with the same headers, errors and timeout.
+        payload = {k: v for k, v in body.items() if k != "extra_body"}
+        payload.update(body.get("extra_body") or {})
         try:
-            response = self._client.chat.completions.create(**body, timeout=timeout)
+            response = self._client.post("/chat/completions", cast_to=self._completion_type,
+                                         body=payload, options={"timeout": timeout})
         except openai.APITimeoutError:
             raise _Transport(f"no reply within {timeout:.3g} s", retryable=True) from None
         except openai.APIConnectionError as exc:
