@@ -110,16 +110,19 @@ class RowValidationReport:
         """True when there are no errors (warnings allowed)."""
         return not self.errors
 
+    def counts(self) -> str:
+        """What was read, the start of :meth:`format`'s summary line (subclasses that
+        count something else than rows override it)."""
+        return f"{self.root / self.rows_file}: {self.n_rows} {self.row_noun} row(s)"
+
     def format(self, limit: int | None = None) -> str:
         """Human-readable report: a summary line then one line per problem.
 
         Args:
             limit: list at most this many problems (``None``: all).
         """
-        head = (
-            f"{self.root / self.rows_file}: {self.n_rows} {self.row_noun} row(s), "
-            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
-        )
+        head = (f"{self.counts()}, {len(self.errors)} error(s), "
+                f"{len(self.warnings)} warning(s)")
         shown = self.problems if limit is None else self.problems[:limit]
         lines = [head, *(f"  {p}" for p in shown)]
         if len(shown) < len(self.problems):
@@ -339,8 +342,9 @@ class Benchmark(ABC):
         cache, the agreement check's recorder).
 
         The default handles ``load_backends`` returning a judge, a mapping or a dataclass
-        whose values include judges (anything with ``judge_many`` and ``info``);
-        a benchmark with another shape overrides it.
+        whose values include judges (anything with ``judge_many`` and ``info``), or any
+        other object whose attributes include judges (replaced in place); a benchmark
+        with another shape overrides it.
         """
         def is_judge(value: Any) -> bool:
             return callable(getattr(value, "judge_many", None)) and callable(
@@ -354,6 +358,9 @@ class Benchmark(ABC):
             changes = {f.name: wrap(getattr(backends, f.name))
                        for f in dataclasses.fields(backends) if is_judge(getattr(backends, f.name))}
             return dataclasses.replace(backends, **changes) if changes else backends
+        for name, value in list(getattr(backends, "__dict__", {}).items()):
+            if is_judge(value):
+                setattr(backends, name, wrap(value))
         return backends
 
     @abstractmethod

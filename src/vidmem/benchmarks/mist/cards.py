@@ -114,14 +114,8 @@ class CardValidation(RowValidationReport):
     row_noun = "card"
     cards: tuple[Card, ...] = ()
 
-    def format(self, limit: int | None = None) -> str:
-        head = (f"{self.root}: {self.n_rows} card(s), {len(self.errors)} error(s), "
-                f"{len(self.warnings)} warning(s)")
-        shown = self.problems if limit is None else self.problems[:limit]
-        lines = [head, *(f"  {p}" for p in shown)]
-        if len(shown) < len(self.problems):
-            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
-        return "\n".join(lines)
+    def counts(self) -> str:
+        return f"{self.root}: {self.n_rows} card(s)"
 
 
 class _Sink:

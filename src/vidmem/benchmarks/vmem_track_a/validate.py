@@ -79,14 +79,8 @@ class TrackAValidation(RowValidationReport):
     row_noun = "segment"
     n_films: int = 0
 
-    def format(self, limit: int | None = None) -> str:
-        head = (f"{self.root}: {self.n_films} film(s), {self.n_rows} segment(s), "
-                f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)")
-        shown = self.problems if limit is None else self.problems[:limit]
-        lines = [head, *(f"  {p}" for p in shown)]
-        if len(shown) < len(self.problems):
-            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
-        return "\n".join(lines)
+    def counts(self) -> str:
+        return f"{self.root}: {self.n_films} film(s), {self.n_rows} segment(s)"
 
 
 def _loc(prefix: str, loc: tuple[Any, ...]) -> str:

@@ -208,10 +208,6 @@ class TrackB(Benchmark):
 
         return TrackBScorer(config)
 
-    def with_judges(self, backends: Any, wrap: Any) -> Any:
-        backends.judge = wrap(backends.judge)
-        return backends
-
     def score_item(self, request: Mapping[str, Any], backends: Any) -> dict[str, Any]:
         return backends.score_story(request)
 

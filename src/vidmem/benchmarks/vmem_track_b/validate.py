@@ -78,14 +78,8 @@ class TrackBValidation(RowValidationReport):
     row_noun = "segment"
     n_stories: int = 0
 
-    def format(self, limit: int | None = None) -> str:
-        head = (f"{self.root}: {self.n_stories} story(ies), {self.n_rows} segment(s), "
-                f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)")
-        shown = self.problems if limit is None else self.problems[:limit]
-        lines = [head, *(f"  {p}" for p in shown)]
-        if len(shown) < len(self.problems):
-            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
-        return "\n".join(lines)
+    def counts(self) -> str:
+        return f"{self.root}: {self.n_stories} story(ies), {self.n_rows} segment(s)"
 
 
 def _story_root(root: Path) -> tuple[Path, list[Problem]]:
