@@ -238,6 +238,10 @@ class Benchmark(ABC):
     root_help: ClassVar[str] = "Dataset root in the benchmark's official layout."
     videos_help: ClassVar[str] = "Folder holding one <id>.mp4 per item."
     allow_missing_help: ClassVar[str] = "Score the items that have a video; list the others as missing."
+    #: True when one item holds many outputs (Track-B: a story's clips) and ``score_items``
+    #: takes ``allow_missing``, to score a single missing output inside a found item by the
+    #: benchmark's own rule instead of refusing the item
+    partial_outputs: ClassVar[bool] = False
     #: options of ``vidmem validate``, ``vidmem requests``, and of ``score``/``run``
     validate_options: ClassVar[Sequence[CliOption]] = ()
     requests_options: ClassVar[Sequence[CliOption]] = ()
@@ -326,6 +330,12 @@ class Benchmark(ABC):
     @abstractmethod
     def config_from_dict(self, data: Mapping[str, Any]) -> Any:
         """The scorer configuration back from its ``to_dict()`` (how workers receive it)."""
+
+    def select(self, dataset: Any, config: Any) -> Any:
+        """The part of ``dataset`` that ``config`` scores (Track-B's ``--stories`` cohort);
+        applied before outputs are looked for, so unselected items need no outputs and get
+        no rows. Default: all of it."""
+        return dataset
 
     @abstractmethod
     def score_items(self, dataset: Any, scan: OutputScan, config: Any, run_dir: Path,

@@ -193,11 +193,14 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
            requests: Mapping[str, Any] | None,
            judge_cache: str | Path | None = None) -> tuple[dict[str, Any], Outcome]:
     cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
+    ds = bench.select(ds, config)  # idempotent: run() has selected already
     scan = bench.find_outputs(ds, videos)
     if scan.missing and not allow_missing:
         scan.raise_if_missing()
+    inside = {"allow_missing": allow_missing} if bench.partial_outputs else {}
     items = [WorkItem.make(s.item_id, "score", dict(s.request), unkeyed=s.unkeyed)
-             for s in bench.score_items(ds, scan, config, run.path, **dict(requests or {}))]
+             for s in bench.score_items(ds, scan, config, run.path, **inside,
+                                        **dict(requests or {}))]
     with run.items() as store:
         done_before = store.done_keys()
         if any(item.key not in done_before for item in items):
@@ -315,6 +318,7 @@ def run_benchmark(
     from vidmem.runners.reporting import render_run_report
 
     requests = dict(requests or {})
+    ds = bench.select(ds, config)
     extra: dict[str, Any] = {"allow_missing": allow_missing}
     if requests:
         extra["requests"] = requests

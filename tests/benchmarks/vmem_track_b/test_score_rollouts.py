@@ -61,10 +61,12 @@ def _config(deck: Path, **kw) -> ScorerConfig:
         "judge/sim-cards": {"weights": str(deck)}}})
 
 
-def _score(gold: Path, rollouts: Path, out: Path, config: ScorerConfig, cache: Path) -> dict:
+def _score(gold: Path, rollouts: Path, out: Path, config: ScorerConfig, cache: Path,
+           allow_missing: bool = False) -> dict:
     ds = BENCHMARK.load(gold)
     run = open_run(BENCHMARK, ds, out, config, {}, resume=False, overwrite=False, argv=[])
-    return score(BENCHMARK, ds, run, rollouts, config, quiet=True, judge_cache=cache)
+    return score(BENCHMARK, ds, run, rollouts, config, quiet=True, judge_cache=cache,
+                 allow_missing=allow_missing)
 
 
 @pytest.fixture(scope="module")
@@ -179,9 +181,45 @@ def test_validate_stats_and_refused_requests(sim, capsys, tmp_path):
     assert code != 0 and "generates nothing" in err
 
 
-def test_stories_selects_the_cohort(sim, tmp_path):
+def test_stories_selects_the_cohort_and_needs_no_other_folder(sim, tmp_path):
     base, gold, deck, ids = sim
-    summary = _score(gold, base / "rollouts", tmp_path / "run", _config(deck, stories="0001"),
+    rollouts = tmp_path / "rollouts"
+    shutil.copytree(base / "rollouts" / ids[0], rollouts / ids[0])  # no folder for ids[1]
+    summary = _score(gold, rollouts, tmp_path / "run", _config(deck, stories="0001"),
                      base / "answers.sqlite")
-    assert summary["stories"] == [ids[0]] and summary["not_selected"] == [ids[1]]
-    assert summary["n_segments"] == 14
+    assert summary["stories"] == [ids[0]] and summary["n_segments"] == 14
+    assert not summary["missing"]
+    rows = (tmp_path / "run" / "scores.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(r)["story_id"] for r in rows] == [ids[0]]
+    with pytest.raises(UserInputError, match="no such story"):
+        _score(gold, rollouts, tmp_path / "run2", _config(deck, stories="0042"),
+               base / "answers.sqlite")
+
+
+def test_allow_missing_scores_a_missing_clip_as_all_absent(scored, sim, tmp_path):
+    full, out = scored
+    base, gold, deck, ids = sim
+    rollouts = tmp_path / "rollouts"
+    shutil.copytree(base / "rollouts", rollouts)
+    (rollouts / ids[1] / "seg_uniform" / "seg_005.mp4").unlink()
+    summary = _score(gold, rollouts, tmp_path / "run", _config(deck), base / "answers.sqlite",
+                     allow_missing=True)
+    assert summary["judge"]["seg_uniform"]["missing_clips"] == 1
+    assert "missing_clips" not in summary["judge"]["none"]
+    assert summary["judge_answers"]["asked"] == 0  # nothing new was asked
+    rows = {json.loads(line)["story_id"]: json.loads(line)
+            for line in (out / "scores.jsonl").read_text("utf-8").splitlines()}
+    (seg5,) = [s for s in verdicts_from_json(ids[1], rows[ids[1]]["conditions"]["seg_uniform"]
+                                             ["verdicts"]) if s.segment_id == 5]
+    hits = sum(e.role == "required" and e.kind in ("character", "prop") and e.is_present
+               for e in seg5.entries)
+    assert hits > 0  # the full run saw something there, so the drop is visible
+    r_full, r_miss = full["pooled"]["seg_uniform"]["recall"], summary["pooled"]["seg_uniform"]["recall"]
+    assert r_miss["denominator"] == r_full["denominator"]
+    assert r_miss["numerator"] == r_full["numerator"] - hits
+    assert summary["pooled"]["none"] == full["pooled"]["none"]
+    # a whole condition folder missing: every clip all-absent
+    shutil.rmtree(rollouts / ids[1] / "none")
+    summary = _score(gold, rollouts, tmp_path / "run2", _config(deck), base / "answers.sqlite",
+                     allow_missing=True)
+    assert summary["judge"]["none"]["missing_clips"] == 14

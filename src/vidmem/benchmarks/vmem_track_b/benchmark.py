@@ -82,9 +82,10 @@ class TrackB(Benchmark):
                  "(the release's trackB/en/).")
     videos_help = ("Rollouts folder: <story_id>/<condition>/seg_NNN.mp4 (or NNN.mp4, N.mp4; "
                    "see --index-base) for every story, condition and segment.")
-    allow_missing_help = ("Score the stories that have a rollouts folder; list the others as "
-                          "missing. Whole stories only: a story with a folder must hold every "
-                          "clip of every condition.")
+    allow_missing_help = ("Score the stories that have a rollouts folder (list the others as "
+                          "missing) and score a missing clip of a found story as all-absent "
+                          "(counted per condition as missing_clips).")
+    partial_outputs = True
     validate_options = cli.VALIDATE_OPTIONS
     stats_options = cli.STATS_OPTIONS
     scorer_options = cli.SCORER_OPTIONS
@@ -109,6 +110,21 @@ class TrackB(Benchmark):
         from vidmem.benchmarks.vmem_track_b.stats import corpus_stats
 
         return corpus_stats(root, stories)
+
+    def select(self, dataset: TrackBDataset, config: ScorerConfig) -> TrackBDataset:
+        """The stories of ``--stories`` (all without it).
+
+        Raises:
+            UserInputError: the selector names no story of the gold.
+        """
+        chosen = config.selected()
+        if chosen is None:
+            return dataset
+        kept = tuple(s for s in dataset.stories if s.number in chosen)
+        if not kept:
+            raise UserInputError(f"--stories {config.stories}: no such story under "
+                                 f"{dataset.root}", hint="see vidmem stats vmem_track_b")
+        return TrackBDataset(dataset.root, kept)
 
     def items(self, dataset: TrackBDataset) -> list[Story]:
         return list(dataset.stories)
@@ -179,26 +195,25 @@ class TrackB(Benchmark):
         return ScorerConfig.from_dict(data)
 
     def score_items(self, dataset: TrackBDataset, scan: Any, config: ScorerConfig,
-                    run_dir: Path, **requests: Any) -> list[ScoreItem]:
+                    run_dir: Path, *, allow_missing: bool = False,
+                    **requests: Any) -> list[ScoreItem]:
         from vidmem.benchmarks.vmem_track_b.scorer import story_clips
 
-        chosen = config.selected()
-        if chosen is not None:
-            unknown = sorted(chosen - {s.number for s in dataset.stories})
-            if unknown and not chosen & {s.number for s in dataset.stories}:
-                raise UserInputError(f"--stories {config.stories}: no such story under "
-                                     f"{dataset.root}", hint="see vidmem stats vmem_track_b")
+        dataset = self.select(dataset, config)
         items = []
         for story in dataset.stories:
             folder = scan.found.get(story.story_id)
-            if folder is None or (chosen is not None and story.number not in chosen):
+            if folder is None:
                 continue
-            clips = story_clips(folder, story, config.conditions, config.index_base)
+            clips = story_clips(folder, story, config.conditions, config.index_base,
+                                allow_missing=allow_missing)
             items.append(ScoreItem(story.story_id, {
                 "gold_root": str(dataset.root), "number": story.number,
                 "gold_sha256": dict(story.sha256),
-                "clips": {c: [str(p) for p in paths] for c, paths in clips.items()},
-                "clips_sha256": {c: [file_sha256(p) for p in paths] for c, paths in clips.items()},
+                "clips": {c: [None if p is None else str(p) for p in paths]
+                          for c, paths in clips.items()},
+                "clips_sha256": {c: [None if p is None else file_sha256(p) for p in paths]
+                                 for c, paths in clips.items()},
                 "scorer": config.to_dict(), "version": VERSION,
             }, unkeyed=("gold_root", "clips")))
         return items
@@ -280,6 +295,11 @@ def print_summary(console: Console, summary: Mapping[str, Any], run: RunDir) -> 
                       _delta(d, "precision"), _delta(d, "avoid_ok"),
                       str(p["unparsable"]["numerator"]))
     console.print(table)
+    missing = {c: n for c in summary["conditions"]
+               if (n := summary.get("judge", {}).get(c, {}).get("missing_clips", 0))}
+    if missing:
+        console.print(f"missing clips scored as all-absent (--allow-missing): {missing}",
+                      style="yellow", highlight=False)
     if summary.get("baseline") is None:
         console.print("no 'none' condition: no differences were computed", highlight=False)
     else:

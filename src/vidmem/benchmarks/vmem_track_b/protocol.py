@@ -30,14 +30,13 @@ RULES: dict[str, str] = {
                   "base); two files for one segment, or an .mp4 not named after a number, are "
                   "errors",
     "missing_clip": "a missing condition folder or segment clip is an error naming story, "
-                    "condition and segment; nothing is scored as absent",
-    "allow_missing": "--allow-missing skips whole stories without a rollouts folder (the "
-                     "runner's rule); a story with a folder must hold every clip of every "
-                     "condition",
-    "stories": "--stories narrows the scored cohort; stories outside it are listed in "
-               "summary.not_selected and never aggregated. The rollouts folder is checked "
-               "for every story of the gold before the selection is known, so stories "
-               "outside the selection without a folder need --allow-missing",
+                    "condition and segment, unless --allow-missing: then it is scored as "
+                    "all-absent (no judge question; every roster entry not present; the "
+                    "segment parsed) and counted per condition as judge.missing_clips",
+    "allow_missing": "--allow-missing also lists stories without a rollouts folder as missing "
+                     "(not scored: the runner's rule for items without outputs)",
+    "stories": "--stories selects the cohort before rollouts are looked for (the contract's "
+               "select hook): unselected stories need no folder and get no row",
     "conditions": "the condition names are the folder names, in report order; 'none' is the "
                   "baseline of every difference; last_seen is marked privileged",
     "question": "per (condition, segment): segment_request with the segment's sut_prompts "

@@ -11,7 +11,11 @@ the segment id; with index base 0 file ``k`` is segment ``k + 1``. A number outs
 story's range for the base, two files for one segment, an ``.mp4`` whose name is not a
 segment number, or a missing clip is an error naming story, condition and file or
 segment (:func:`story_clips`). Other files (the sim's ``.truth.json`` sidecars) are
-ignored.
+ignored. With ``--allow-missing`` a missing clip (or a whole missing condition folder)
+of a found story is scored as **all-absent** instead: no judge question, every roster
+entry judged not present, the segment parsed, and counted per condition as
+``missing_clips`` (so Recall falls and Avoid-OK rises, as for a clip that shows
+nothing); the printed summary and the report say how many.
 
 :meth:`TrackBScorer.score_story` builds one judge question per (condition, segment)
 (:func:`vidmem.benchmarks.vmem_track_b.question.segment_request`, the segment's
@@ -44,7 +48,7 @@ from vidmem.metrics import track_b as tb
 from vidmem.models.loading import load_backend
 from vidmem.stats.paired_bootstrap import paired_story_bootstrap
 
-__all__ = ["TrackBScorer", "aggregate_rows", "clip_number", "segment_verdict", "story_clips",
+__all__ = ["TrackBScorer", "aggregate_rows", "all_absent", "clip_number", "segment_verdict", "story_clips",
            "story_folder", "verdicts_from_json", "verdicts_to_json"]
 
 _CLIP = re.compile(r"^(?:seg_)?(\d+)$")
@@ -75,9 +79,11 @@ def story_folder(rollouts: Path, story: Story) -> Path | None:
     return None
 
 
-def story_clips(folder: Path, story: Story, conditions: Sequence[str],
-                index_base: int) -> dict[str, list[Path]]:
-    """Every condition's clips of one story, in segment order (rules in the module doc).
+def story_clips(folder: Path, story: Story, conditions: Sequence[str], index_base: int, *,
+                allow_missing: bool = False) -> dict[str, list[Path | None]]:
+    """Every condition's clips of one story, in segment order (rules in the module doc);
+    with ``allow_missing`` a missing clip is ``None`` (a badly named, out-of-range or
+    doubled file is still an error).
 
     Raises:
         UserInputError: a condition folder or a clip missing, a file number outside the
@@ -86,10 +92,13 @@ def story_clips(folder: Path, story: Story, conditions: Sequence[str],
     n = len(story.segments)
     lo, hi = index_base, n - 1 + index_base
     other = 1 - index_base
-    out: dict[str, list[Path]] = {}
+    out: dict[str, list[Path | None]] = {}
     for cond in conditions:
         cdir = folder / cond
         where = f"Track-B rollouts of story {story.story_id}, condition {cond}"
+        if not cdir.is_dir() and allow_missing:
+            out[cond] = [None] * n
+            continue
         if not cdir.is_dir():
             raise UserInputError(f"{where}: folder {cdir} not found",
                                  hint=f"write <rollouts>/<story>/{cond}/seg_NNN.mp4 for every "
@@ -114,15 +123,15 @@ def story_clips(folder: Path, story: Story, conditions: Sequence[str],
                                      hint="keep one file per segment")
             found[seg] = path
         missing = [s for s in range(1, n + 1) if s not in found]
-        if missing:
+        if missing and not allow_missing:
             first = missing[0]
             name = f"seg_{first - 1 + index_base:03d}.mp4"
             raise UserInputError(
                 f"{where}: clip of segment {segment_id(first)} missing ({name} with index base "
                 f"{index_base}); {len(missing)} of {n} segment clip(s) missing",
-                hint="generate every segment of the rollout (--allow-missing skips whole "
-                "stories only, never single clips)")
-        out[cond] = [found[s] for s in range(1, n + 1)]
+                hint="generate every segment of the rollout, or pass --allow-missing to "
+                "score missing clips as all-absent")
+        out[cond] = [found.get(s) for s in range(1, n + 1)]
     return out
 
 
@@ -192,6 +201,17 @@ def verdicts_from_json(story_id: str, data: Sequence[Mapping[str, Any]]) -> list
         for e in s["entries"])) for s in data]
 
 
+def all_absent(roster: Roster) -> dict[str, Any]:
+    """The answer a missing clip is scored with: every roster line not present.
+
+    Example:
+        >>> class R: labels = ("E1", "E2")
+        >>> all_absent(R())["items"]
+        [{'entity_id': 'E1', 'present': False}, {'entity_id': 'E2', 'present': False}]
+    """
+    return {"items": [{"entity_id": label, "present": False} for label in roster.labels]}
+
+
 # ----------------------------------------------------------------------------- scoring
 
 
@@ -205,6 +225,7 @@ class TrackBScorer:
 
     def score_story(self, request: Mapping[str, Any]) -> dict[str, Any]:
         from vidmem.benchmarks.vmem_track_b.question import segment_request
+        from vidmem.benchmarks.vmem_track_b.roster import build_roster
         from vidmem.benchmarks.vmem_track_b.stories import load_stories
 
         (story,) = load_stories(request["gold_root"], int(request["number"]))
@@ -213,9 +234,12 @@ class TrackBScorer:
                 f"story {story.story_id}: its gold files changed after the run listed them",
                 hint="rerun with --overwrite (or a new --out) to score the current gold")
         gold = json.loads(Path(story.files["gt"]).read_text(encoding="utf-8"))
-        asks, keys = [], []
+        asks, keys, absent = [], [], []
         for cond in self.config.conditions:
             for k, (seg, clip) in enumerate(zip(story.segments, request["clips"][cond], strict=True)):
+                if clip is None:  # --allow-missing: no question, the same seeded roster
+                    absent.append((cond, seg, build_roster(gold, k, seed=self.config.seed)))
+                    continue
                 req, roster = segment_request(gold, k, clip, seed=self.config.seed, condition=cond,
                                               plot=seg.prompt)
                 asks.append(req)
@@ -237,6 +261,17 @@ class TrackBScorer:
             c["duplicate_labels"] += j.n_duplicate
             answers[cond].append({"segment_id": seg.segment_id, "status": res.status,
                                   "error": res.error, "data": res.data})
+        for cond, seg, roster in absent:
+            j = read_answer(all_absent(roster), roster)
+            per[cond].append(segment_verdict(story, seg, roster, j))
+            judge_counts[cond]["segments"] += 1
+            judge_counts[cond]["missing_clips"] += 1
+            answers[cond].append({"segment_id": seg.segment_id, "status": "missing_clip",
+                                  "error": None, "data": None})
+        for cond in per:  # keep segment order whatever was asked
+            order = sorted(range(len(per[cond])), key=lambda i: per[cond][i].segment_id)
+            per[cond] = [per[cond][i] for i in order]
+            answers[cond] = [answers[cond][i] for i in order]
         conditions: dict[str, Any] = {}
         for cond, segs in per.items():
             counts = tb.story_counts(segs)[story.story_id]
@@ -323,6 +358,8 @@ def aggregate_rows(rows: Sequence[Mapping[str, Any]], config: ScorerConfig) -> d
             parsed[c] = _bootstrap(a, b, config)
             if parsed[c] is not None:
                 parsed[c]["n_segments"] = len(a)
+    from vidmem.benchmarks.vmem_track_b.gap_summary import gap_bin_summary
+
     return {
         "conditions": conds, "baseline": BASELINE if BASELINE in conds else None,
         "privileged": sorted(PRIVILEGED & set(conds)),
@@ -330,6 +367,7 @@ def aggregate_rows(rows: Sequence[Mapping[str, Any]], config: ScorerConfig) -> d
         "n_segments": sum(int(r["n_segments"]) for r in scored),
         "pooled": pooled, "families": families, "judge": judge,
         "deltas": deltas, "deltas_parsed_in_both": parsed, "family_deltas": family_deltas,
+        "gap_bins": gap_bin_summary(arms, config),
         "not_selected": [r["story_id"] for r in rows
                          if chosen is not None and int(r.get("number", -1)) not in chosen],
     }
