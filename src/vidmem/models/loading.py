@@ -15,6 +15,7 @@ ROLE_METHODS = {
     "detector": "detect",
     "segmenter": "segment",
     "judge": "judge",
+    "rewriter": "rewrite",
 }
 
 

@@ -1,4 +1,4 @@
-"""The five model roles every benchmark scores with.
+"""The five model roles every benchmark scores with, and the ``rewriter`` an agent uses.
 
 Conventions shared by all backends:
 
@@ -148,7 +148,7 @@ class JudgeRequest:
             can only produce a valid object. ``None``: only ``required_keys`` and
             ``key_types`` are checked.
         contract: which versioned prompt template asked the question
-            (``"benchmark/prompt@version"``, see :mod:`vidmem.benchmarks.prompts`);
+            (``"benchmark/prompt@version"``, see :mod:`vidmem.models.prompt_files`);
             recorded with the answer and part of the answer cache's key.
     """
 
@@ -221,3 +221,61 @@ class Judge(Protocol):
 
     def judge_many(self, requests: Sequence[JudgeRequest], *,
                    concurrency: int | None = None) -> list[JudgeResult]: ...
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """Ask a text model to rewrite an instruction after a diagnosed failure (M3-Agent).
+
+    Attributes:
+        instruction: the instruction that produced the failed clip.
+        record: the task record, ``{"actor", "object", "binding", "operation",
+            "required_last_frame_evidence"}``.
+        failure_mode: what the diagnoser named (``no_action``, ``wrong_binding``, ...).
+        evidence: what the diagnoser saw in the last frame, in its words.
+        withhold_target: the rewrite must not state the target state (its nouns,
+            colours, counts).
+        attempt: 1 for the first rewrite of this instruction, 2.. for retries after a
+            rejected one.
+        rejected: the texts already rejected for this instruction, oldest first.
+        prompt: the full question, rendered by the caller from its prompt file; LLM
+            rewriters send it, rule-based ones (``rewriter/sim-grammar``) read the
+            fields above instead.
+        contract: which versioned prompt template wrote ``prompt``
+            (``"m3_agent/m3_rewrite@1"``).
+    """
+
+    instruction: str
+    record: dict[str, Any]
+    failure_mode: str
+    evidence: str
+    withhold_target: bool = False
+    attempt: int = 1
+    rejected: list[str] = field(default_factory=list)
+    prompt: str = ""
+    contract: str = ""
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """A rewriter's answer; failures are a status, never an exception.
+
+    Attributes:
+        status: ``"ok"`` (``text`` holds the new instruction) or ``"error"`` (no usable
+            answer after the backend's retries; ``error`` says why).
+        text: the new instruction, stripped of quotes and Markdown.
+        error: what went wrong, for ``status="error"``.
+        raw: what the model returned (for the log).
+    """
+
+    status: Literal["ok", "error"]
+    text: str | None
+    error: str | None = None
+    raw: Any = None
+
+
+@runtime_checkable
+class Rewriter(Protocol):
+    def info(self) -> BackendInfo: ...
+
+    def rewrite(self, request: RewriteRequest) -> RewriteResult: ...
