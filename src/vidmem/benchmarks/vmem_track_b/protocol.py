@@ -68,6 +68,15 @@ RULES: dict[str, str] = {
                           "excludes zero (the paper's Table-3 layout)",
     "summary": "per condition: pooled rates (Recall, Precision, F1, Avoid-OK, decoy FPR, "
                "abstain and unparsable), the nine families with Wilson intervals, judge counts",
+    "gap_bins": "summary.gap_bins: per condition the recall of required character/prop "
+                "returns by absence gap (1-4, 5-29, >= 30 segments; gap 0 apart as "
+                "just_seen) with Wilson intervals, and each condition minus none per bin "
+                "with the same paired story bootstrap (rules: protocol.gap_bins)",
+    "compare": "vidmem compare RUN_A RUN_B: condition A of run A minus condition B of run B "
+               "on the stored verdicts of the stories both scored (refused when a shared "
+               "story's gold hashes differ, or a run is not Track-B); the paired story "
+               "bootstrap with run A's draws, seed and confidence; the vector, the same on "
+               "segments parsed in both arms, per family and per gap bin",
 }
 
 
@@ -77,6 +86,7 @@ def protocol_block(config: ScorerConfig) -> dict[str, Any]:
         "judge_question": {k: dict(v) for k, v in question.PROTOCOL.items()},
         "judge_prompt": question.segment_prompt().describe(),
         "metrics": {k: dict(v) for k, v in track_b.PROTOCOL.items()},
+        "gap_bins": {k: dict(v) for k, v in track_b.GAP_BINS_PROTOCOL.items()},
         "bootstrap": {k: dict(v) for k, v in paired_bootstrap.PROTOCOL.items()},
         "conditions": list(config.conditions), "card_conditions": list(DEFAULT_CONDITIONS),
         "baseline": BASELINE, "privileged": sorted(PRIVILEGED),

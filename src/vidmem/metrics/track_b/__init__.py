@@ -44,12 +44,25 @@ Modules:
   and :func:`parsed_in_both`.
 * :mod:`~vidmem.metrics.track_b.families` -- :func:`family_rates` and
   :func:`wilson_interval`.
+* :mod:`~vidmem.metrics.track_b.gap_bins` -- :func:`gap_bin_recall` and
+  :func:`gap_bin_story_counts`: recall of required returns by absence gap (1-4, 5-29,
+  >= 30 segments; gap 0 apart as ``just_seen``), its rules in :data:`GAP_BINS_PROTOCOL`.
 * :mod:`~vidmem.metrics.track_b.protocol` -- :data:`PROTOCOL`.
 
 Every public name is importable from this package.
 """
 
 from vidmem.metrics.track_b.families import family_rates, wilson_interval
+from vidmem.metrics.track_b.gap_bins import (
+    BIN_ROWS,
+    GAP_BINS,
+    GAP_BINS_PROTOCOL,
+    JUST_SEEN,
+    GapBinRecall,
+    absence_bin,
+    gap_bin_recall,
+    gap_bin_story_counts,
+)
 from vidmem.metrics.track_b.pooled import parsed_in_both, pooled_rates, story_counts
 from vidmem.metrics.track_b.protocol import PROTOCOL
 from vidmem.metrics.track_b.records import EntryVerdict, SegmentVerdict
@@ -71,10 +84,14 @@ from vidmem.metrics.track_b.vocabulary import Present as Present
 
 __all__ = [
     "ABSTAIN",
+    "BIN_ROWS",
     "BOOTSTRAP_RATES",
     "CAST_ROLES",
     "FAMILIES",
     "FORBIDDEN_REASONS",
+    "GAP_BINS",
+    "GAP_BINS_PROTOCOL",
+    "JUST_SEEN",
     "KINDS",
     "LONG_GAP",
     "OPS",
@@ -83,11 +100,15 @@ __all__ = [
     "ROLES",
     "EntryVerdict",
     "FamilyRate",
+    "GapBinRecall",
     "PooledRates",
     "Proportion",
     "SegmentVerdict",
     "WilsonRate",
+    "absence_bin",
     "family_rates",
+    "gap_bin_recall",
+    "gap_bin_story_counts",
     "parsed_in_both",
     "pooled_rates",
     "story_counts",
