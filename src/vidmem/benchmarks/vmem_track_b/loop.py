@@ -23,17 +23,16 @@ simply has fewer frames. A killed rollout resumes at the first segment without a
 finished clip (its file exists with the SHA-256 the progress file recorded): earlier
 clips are observed again (not generated), later progress entries are dropped. A
 progress file made by another generator or retrieval setting starts the rollout over.
+
+Helpers: :mod:`.loop_config` (the retrieval encoders), :mod:`.loop_store` (the clips as
+the store's frame source), :mod:`.loop_progress` (the progress file).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import tempfile
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,42 +40,41 @@ import numpy as np
 from PIL import Image
 
 from vidmem.benchmarks.contract import Rollout
+from vidmem.benchmarks.vmem_track_b.loop_config import (
+    NEEDS_FRAME_EMBEDDER,
+    RETRIEVAL_PRESETS,
+    RetrievalConfig,
+    load_encoders,
+)
+from vidmem.benchmarks.vmem_track_b.loop_progress import (
+    PROGRESS,
+    finished,
+    read_progress,
+    write_progress,
+)
+from vidmem.benchmarks.vmem_track_b.loop_store import ClipFrames
 from vidmem.benchmarks.vmem_track_b.stories import Story
 from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest, ReferenceImage
 from vidmem.io.hashing import file_sha256
 from vidmem.io.video import probe, read_frames_at
-from vidmem.memory.embeddings import EmbeddingCache
-from vidmem.memory.frames import RATES, Frame, frame_keys
 from vidmem.memory.frames import Segment as MemorySegment
 from vidmem.memory.guard import prepare
 from vidmem.memory.policy import FilmContext, Reference, load_policy
 from vidmem.memory.store import MemoryStore
 
-__all__ = ["BUDGET", "LOOP_VERSION", "PROGRESS", "PROTOCOL", "RETRIEVAL_PRESETS",
-           "ClipFrames", "RetrievalConfig", "last_seen_sources", "make_rollouts",
-           "read_progress", "run_rollout", "segment_name"]
+__all__ = ["BUDGET", "LOOP_VERSION", "NEEDS_FRAME_EMBEDDER", "PROGRESS", "PROTOCOL",
+           "RETRIEVAL_PRESETS", "ClipFrames", "RetrievalConfig", "last_seen_sources",
+           "make_rollouts", "read_progress", "run_rollout", "segment_name"]
 
 #: references per segment (the card's K)
 BUDGET = 3
 #: bumped whenever a rollout's clips would change for the same generator and stories
 LOOP_VERSION = "1"
-#: the rollout's progress file, in its folder
-PROGRESS = "progress.json"
 #: conditions that are not retrieval policies
 NO_MEMORY, LAST_SEEN = "none", "last_seen"
-#: policies that rank frames against text (need a joint text-image embedder)
-NEEDS_FRAME_EMBEDDER = frozenset({"text_frame", "seg_frame"})
 #: cast ops at which an entity has appeared before
 RETURN_OPS = frozenset({"recall", "recall_after_gap", "transform", "persist"})
-
-RETRIEVAL_PRESETS: dict[str, dict[str, Any]] = {
-    "official": {"segment_text_embedder": "qwen3-embedding/0.6b",
-                 "frame_embedder": "siglip2/base-patch16-224",
-                 "keyframe_embedder": "dinov3/vitb16"},
-    "offline": {"segment_text_embedder": "classic/tfidf", "frame_embedder": None,
-                "keyframe_embedder": "classic/hsv-lbp"},
-}
 
 PROTOCOL: dict[str, Any] = {
     "rollout": "one rollout per (story, condition): an empty store, its own clips in "
@@ -111,80 +109,6 @@ def segment_name(n: int) -> str:
     return f"seg_{int(n):03d}"
 
 
-# --------------------------------------------------------------------------- config
-
-
-@dataclass(frozen=True)
-class RetrievalConfig:
-    """The encoders the retrieval policies get (part of every rollout's content key).
-
-    Attributes:
-        preset: ``offline`` (classic backends, no text-image embedder) or ``official``.
-        segment_text_embedder, frame_embedder, keyframe_embedder: backend names
-            (``frame_embedder`` embeds texts and images in one space; ``None``: none).
-        backend_options: per backend name, its constructor options.
-        seed: offered to policies that draw (a random control).
-    """
-
-    preset: str = "offline"
-    segment_text_embedder: str = "classic/tfidf"
-    frame_embedder: str | None = None
-    keyframe_embedder: str = "classic/hsv-lbp"
-    backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    seed: int = 0
-
-    @classmethod
-    def from_preset(cls, preset: str | None = "offline", **overrides: Any) -> RetrievalConfig:
-        preset = preset or "offline"
-        if preset not in RETRIEVAL_PRESETS:
-            raise UserInputError(f"vmem_track_b: unknown retrieval preset {preset!r}",
-                                 hint=f"choose one of {', '.join(RETRIEVAL_PRESETS)}")
-        values = {**RETRIEVAL_PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
-        return cls(preset=preset, **values)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["backend_options"] = {k: dict(v) for k, v in self.backend_options.items()}
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RetrievalConfig:
-        return cls(**dict(data))
-
-    def check(self, conditions: Sequence[str]) -> None:
-        """Refuse conditions these encoders cannot run, before anything is generated."""
-        text_image = sorted(set(conditions) & NEEDS_FRAME_EMBEDDER)
-        if text_image and self.frame_embedder is None:
-            raise UserInputError(
-                f"vmem_track_b: condition(s) {text_image} rank frames against text, and the "
-                f"{self.preset!r} retrieval setting has no text-image embedder",
-                hint="pass --retrieval-preset official (SigLIP 2), or --frame-embedder NAME, "
-                     "or leave text_frame/seg_frame out of --conditions")
-
-
-_ENCODERS: dict[str, dict[str, Any]] = {}
-
-
-def _encoders(config: RetrievalConfig) -> dict[str, Any]:
-    """The loaded encoders, offered to the policies by parameter name (once per process)."""
-    key = json.dumps(config.to_dict(), sort_keys=True)
-    if key not in _ENCODERS:
-        from vidmem.models.loading import load_backend
-
-        opts = {k: dict(v) for k, v in config.backend_options.items()}
-        text = load_backend(config.segment_text_embedder, opts.get(config.segment_text_embedder),
-                            role="text_embedder")
-        frame = (None if config.frame_embedder is None else
-                 load_backend(config.frame_embedder, opts.get(config.frame_embedder),
-                              role="image_embedder"))
-        keyframe = load_backend(config.keyframe_embedder, opts.get(config.keyframe_embedder),
-                                role="image_embedder")
-        _ENCODERS[key] = {"segment_text_embedder": text, "frame_text_embedder": frame,
-                          "frame_image_embedder": frame, "keyframe_embedder": keyframe,
-                          "seed": config.seed}
-    return _ENCODERS[key]
-
-
 # --------------------------------------------------------------------------- rollouts
 
 
@@ -213,73 +137,6 @@ def make_rollouts(stories: Sequence[Story], conditions: Sequence[str], out_dir: 
                         "benchmark_version": version})
             out.append(Rollout(request, {f"gold_sha256_{k}": v for k, v in story.sha256.items()}))
     return out
-
-
-# --------------------------------------------------------------------------- frames
-
-
-class ClipFrames:
-    """The frames of one rollout's clips on the 1 fps / 2 fps grids of rollout time.
-
-    A :class:`~vidmem.memory.frames.FrameSource`: segment ``index`` (0-based) is the clip
-    added with :meth:`add`; its frames lie at rollout times inside the segment's span
-    and before the clip's end. Pixels are decoded once per clip, on first use, and every
-    embedder named with :meth:`require` embeds them right away.
-    """
-
-    def __init__(self, film_id: str, *, rates: Sequence[float] = RATES,
-                 keep_segments: int = 2) -> None:
-        self.film_id = film_id
-        self.embeddings = EmbeddingCache()
-        self.rates = tuple(float(r) for r in rates)
-        self.keep_segments = keep_segments
-        self.decodes = 0
-        self._clips: dict[int, tuple[Path, float, float]] = {}  # index -> path, start, length
-        self._frames: dict[int, list[Frame]] = {}
-        self._pixels: OrderedDict[int, dict[int, np.ndarray]] = OrderedDict()
-        self._required: list[tuple[Any, float]] = []
-
-    def require(self, embedder: Any, fps: float) -> None:
-        if all(e is not embedder or f != float(fps) for e, f in self._required):
-            self._required.append((embedder, float(fps)))
-
-    def add(self, index: int, clip: Path, start_seconds: float) -> None:
-        """Clip ``clip`` is segment ``index``, starting at ``start_seconds`` of rollout time."""
-        self._clips[int(index)] = (Path(clip), float(start_seconds),
-                                   float(probe(clip).duration_seconds))
-
-    def frames_of(self, segment: MemorySegment) -> list[Frame]:
-        if segment.index in self._frames:
-            return self._frames[segment.index]
-        if segment.index not in self._clips:
-            raise UserInputError(f"rollout {self.film_id}: segment {segment.index + 1} has no clip",
-                                 hint="generate the segment before the store observes it")
-        _, start, length = self._clips[segment.index]
-        frames = []
-        for key, rates in frame_keys(segment, self.rates):
-            if key / 1000.0 - start >= length:
-                continue  # past the clip's end
-            frames.append(Frame(key, segment.index, rates,
-                                lambda s=segment.index, k=key: self._pixel(s, k)))
-        self._frames[segment.index] = frames
-        return frames
-
-    def _pixel(self, index: int, key: int) -> np.ndarray:
-        if index not in self._pixels:
-            self._decode(index)
-        self._pixels.move_to_end(index)
-        return self._pixels[index][key]
-
-    def _decode(self, index: int) -> None:
-        path, start, _ = self._clips[index]
-        frames = self._frames[index]
-        batch = read_frames_at(path, [f.seconds - start for f in frames])
-        self.decodes += 1
-        self._pixels[index] = {f.key: batch[i] for i, f in enumerate(frames)}
-        while len(self._pixels) > self.keep_segments:
-            self._pixels.popitem(last=False)
-        for embedder, fps in self._required:
-            self.embeddings.image_rows(embedder, [f for f in frames if fps in f.rates])
 
 
 # --------------------------------------------------------------------------- last_seen
@@ -315,39 +172,6 @@ def last_seen_sources(story: Story, n: int, budget: int = BUDGET) -> list[tuple[
     for _, _, eid, last in sorted(wanted)[:budget]:
         merged.setdefault(last, []).append(eid)
     return list(merged.items())
-
-
-# --------------------------------------------------------------------------- progress
-
-
-def read_progress(folder: Path) -> dict[str, Any] | None:
-    """The rollout's progress file, or ``None`` when there is none (or it is unreadable)."""
-    path = Path(folder) / PROGRESS
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _write_progress(folder: Path, data: Mapping[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{PROGRESS}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, folder / PROGRESS)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _finished(folder: Path, entry: Any) -> bool:
-    if not isinstance(entry, Mapping) or not isinstance(entry.get("sha256"), str):
-        return False
-    clip = folder / str(entry.get("clip", ""))
-    return clip.is_file() and file_sha256(clip) == entry["sha256"]
 
 
 # --------------------------------------------------------------------------- the loop
@@ -419,7 +243,7 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
     policy = None
     source = ClipFrames(f"{sid}/{cond}")
     if cond not in (NO_MEMORY, LAST_SEEN):
-        policy = load_policy(cond, offered=_encoders(retrieval))
+        policy = load_policy(cond, offered=load_encoders(retrieval))
         prepare(source, [policy])
         policy.reset(FilmContext(f"{sid}/{cond}"))
     store = MemoryStore(source)
@@ -433,7 +257,7 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
         n, name = seg.segment_id, segment_name(seg.segment_id)
         clip = folder / f"{name}.mp4"
         mseg = MemorySegment(n - 1, start, start + float(seg.duration_seconds), text=seg.prompt)
-        if resumed_from is None and _finished(folder, done.get(name)):
+        if resumed_from is None and finished(folder, done.get(name)):
             kept[name] = done[name]
         else:
             if resumed_from is None:
@@ -452,7 +276,7 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
                                           "source_time_seconds": r.source_time_seconds,
                                           "rollout_seconds": t} for r, t in refs]}
             generated += 1
-            _write_progress(folder, {"identity": identity, "segments": kept})
+            write_progress(folder, {"identity": identity, "segments": kept})
         source.add(mseg.index, clip, start)
         store.observe(mseg)
         if policy is not None:
@@ -460,7 +284,7 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
         ends[mseg.index] = mseg.end_seconds
         start = mseg.end_seconds
     if generated == 0 and kept != done:
-        _write_progress(folder, {"identity": identity, "segments": kept})
+        write_progress(folder, {"identity": identity, "segments": kept})
     return {"story_id": sid, "condition": cond, "segments": len(story.segments),
             "generated": generated, "resumed_from": resumed_from,
             "clips": {k: v["sha256"] for k, v in kept.items()},
