@@ -20,7 +20,7 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     benchmarks.add("memory_loop", "vidmem.benchmarks.memory_loop:BENCHMARK", "Memory loop: revisit fidelity and the Memory Half-Life fit")
     benchmarks.add("vmem_track_a", "vidmem.benchmarks.vmem_track_a:BENCHMARK", "VMem-Bench Track-A: which references a memory policy retrieves from real films")
     benchmarks.add("vmem_track_b", "vidmem.benchmarks.vmem_track_b:BENCHMARK", "VMem-Bench Track-B: closed-loop story generation with memory policies", sim_build="vidmem.benchmarks.vmem_track_b.sim_build:build_track_b")
-    benchmarks.add("mist", None, "MIST: gate-by-gate scoring of hidden-state reveals, with M3-Agent", status=planned, sim_build="vidmem.benchmarks.mist.sim_build:build_mist")
+    benchmarks.add("mist", "vidmem.benchmarks.mist:BENCHMARK", "MIST: gate-by-gate scoring of hidden-state reveals, with M3-Agent", sim_build="vidmem.benchmarks.mist.sim_build:build_mist")
 
     # Offline classic backends: core install, no weights. Proxies, never the official protocol.
     backends.add("classic/hsv-lbp", "vidmem.models.backends.classic_embed:HsvLbpEmbedder", "offline proxy: HSV colour histogram + uniform LBP texture (default classic image embedder)", role="image_embedder")

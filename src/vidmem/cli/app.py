@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from vidmem import __version__
+from vidmem.cli.audit_commands import audit_app
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.groups import BenchmarkGroup
 from vidmem.cli.judge_commands import judge_agreement
@@ -202,6 +203,7 @@ def report(
 
 
 app.command("judge-agreement")(judge_agreement)
+app.add_typer(audit_app, name="audit")
 
 
 # ------------------------------------------------------------------------------- sim

@@ -38,18 +38,15 @@ different objects, one in each; the reveal opens one of them; s* is which object
 **R2** one object goes into container A, then is moved to container B; the reveal
 opens B (s* is the object) or A (s* is empty).
 
-**Audit.** The target terms are the target object's nouns (singular and plural), its
-count (word and digit) and, for an empty target, ``empty`` / ``nothing`` / ``none`` (the
-sim's objects have no colour of their own, so no colour terms arise).
-Every prompt is searched for them (whole words, any case); ``gap``,
-``reveal_baseline`` and ``reveal_open_and_hold`` must mention none (``violations``
-lists those that do), and ``reveal_answer_only`` must mention one.
+**Audit.** :func:`audit_card` is :func:`vidmem.benchmarks.mist.audit.audit_card` (one
+audit for the builder and the loader) in the builder's dict form: ``gap`` and the
+reveal of the answer-free arms must mention no target term (``violations`` lists those
+that do), and ``reveal_answer_only`` must mention one.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -189,24 +186,16 @@ def card_prompts(card: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _target_terms(card: dict[str, Any]) -> list[str]:
-    target = card["target"]
-    if not target["contents"]:
-        return ["empty", "none", "nothing"]
-    objs = {o["id"]: o for o in card["objects"]}
-    terms: set[str] = set()
-    for item in target["contents"]:
-        o = objs[item["object"]]
-        terms.update((o["noun"], o["plural"], _NUMBERS[item["count"]], str(item["count"])))
-    return sorted(terms)
-
-
 def audit_card(card: dict[str, Any]) -> dict[str, Any]:
-    """The prompt-channel audit of a card (rules in the module docstring).
+    """The prompt-channel audit of a card, in the builder's dict form.
+
+    The rules are :func:`vidmem.benchmarks.mist.audit.audit_card`'s (one audit for the
+    builder and the loader); this keeps the shape the card's ``audit`` field has.
 
     Returns:
         ``{"target_terms", "mentions": {prompt name: [terms found]},
-        "must_not_mention", "violations", "answer_states_target", "ok"}``.
+        "must_not_mention", "violations", "answer_states_target", "ok"}``;
+        ``violations`` names ``gap`` and each ``reveal_<arm>`` that leaks.
 
     Example:
         >>> card = plan_card(0, 0)
@@ -216,16 +205,23 @@ def audit_card(card: dict[str, Any]) -> dict[str, Any]:
         >>> audit_card(card)["violations"]
         ['gap']
     """
-    terms = _target_terms(card)
-    mentions = {}
-    for name, prompt in card_prompts(card).items():
-        mentions[name] = [t for t in terms
-                          if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", prompt, re.I)]
-    violations = [p for p in CLEAN_PROMPTS if mentions.get(p)]
+    from vidmem.benchmarks.mist.audit import audit_card as audit_rows
+
+    raw = {k: v for k, v in card.items() if k != "audit"}
+    audit = audit_rows(raw)
+    mentions: dict[str, list[str]] = {}
+    violations: list[str] = []
+    for r in audit.rows:
+        name = r.shot if r.shot != "reveal" else f"reveal_{r.arm}"
+        mentions.setdefault(name, list(r.terms))
+        if r.verdict == "leak" and name not in violations:
+            violations.append(name)
+    order = list(card_prompts(raw))
+    mentions = {n: mentions[n] for n in order if n in mentions}
     answer = bool(mentions.get("reveal_answer_only"))
-    return {"target_terms": terms, "mentions": mentions, "must_not_mention": list(CLEAN_PROMPTS),
-            "violations": violations, "answer_states_target": answer,
-            "ok": not violations and answer}
+    return {"target_terms": list(audit.target_terms), "mentions": mentions,
+            "must_not_mention": list(CLEAN_PROMPTS), "violations": violations,
+            "answer_states_target": answer, "ok": not violations and answer}
 
 
 def build_mist(root: Path, *, seed: int = 0, n_cases: int | None = None) -> BuildSummary:
