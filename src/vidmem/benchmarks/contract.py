@@ -264,6 +264,11 @@ class Benchmark(ABC):
     report_builder: ClassVar[str | None] = None
     sim_builder: ClassVar[str | None] = None
     demo_module: ClassVar[str | None] = None
+    #: ``vidmem compare``: ``comparer(run_a, run_b, **options) -> JSON-ready dict`` (two
+    #: opened runs of this benchmark, possibly the same) and ``comparison_printer(console,
+    #: result)``; ``None``: the benchmark's runs cannot be compared
+    comparer: ClassVar[str | None] = None
+    comparison_printer: ClassVar[str | None] = None
     #: ``run_rollout(rollout, generator, ctx) -> summary dict``: how one rollout is run, for
     #: a benchmark whose rollout is more than one request (Track-B: a (story, condition)
     #: whose segments are generated in order, each from its own earlier clips). ``None``
@@ -415,6 +420,14 @@ class Benchmark(ABC):
     def report(self, run: RunDir) -> Report:
         """The run's report, built from the run directory only (``report_builder(run)``)."""
         return _target(self, "report_builder")(run)
+
+    def compare(self, run_a: RunDir, run_b: RunDir, **options: Any) -> dict[str, Any]:
+        """Two runs (or two arms of one run) compared from their run logs (``comparer``)."""
+        return _target(self, "comparer")(run_a, run_b, **options)
+
+    def print_comparison(self, console: Console, result: Mapping[str, Any]) -> None:
+        """Print :meth:`compare`'s result (``comparison_printer(console, result)``)."""
+        _target(self, "comparison_printer")(console, result)
 
     def demo(self) -> Any | None:
         """This benchmark's part of ``vidmem demo`` (the ``demo_module``), or ``None``.
