@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from vidmem import __version__
+from vidmem.cli.agent_commands import agent_app
 from vidmem.cli.audit_commands import audit_app
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.groups import BenchmarkGroup
@@ -33,6 +34,7 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="List and fetch model weights.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+app.add_typer(agent_app, name="agent")
 
 out = console
 err = err_console
