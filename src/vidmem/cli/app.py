@@ -117,12 +117,15 @@ def doctor(
     judge_model: Annotated[
         str | None, typer.Option("--judge-model", envvar="VIDMEM_JUDGE_MODEL", help="Model the judge server should serve.")
     ] = None,
+    executor: Annotated[str, typer.Option("--executor", help="ray: also report the Ray cluster and what loads on each node.")] = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to join (default: RAY_ADDRESS, else a local instance).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check what is installed, which backends load, which weights are found."""
     from vidmem.runners.doctor import diagnose
 
-    report = diagnose(model_dir=str(model_dir) if model_dir else None, judge_url=judge_url, judge_model=judge_model)
+    report = diagnose(model_dir=str(model_dir) if model_dir else None, judge_url=judge_url, judge_model=judge_model,
+                      executor=executor, ray_address=ray_address)
     if as_json:
         _print_json(report)
         return
@@ -148,6 +151,10 @@ def doctor(
     out.print(f"judge endpoint: {judge['url'] or '-'}: {judge['detail']}")
     if judge.get("answers"):
         out.print(f"judge answer schema: {judge['json_schema_detail']}")
+    if "ray" in report:
+        from vidmem.cli.ray_doctor import print_cluster
+
+        print_cluster(out, report["ray"])
 
 
 # ----------------------------------------------------------------------------- demo

@@ -79,12 +79,38 @@ def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
     return params + _declared(bench.requests_options) + _declared(bench.scorer_options) + \
         _declared(bench.score_options) + _judge_cache_option(bench) + [
         _param("allow_missing", bool, False, "--allow-missing", help=bench.allow_missing_help),
-        _param("workers", int, 1, "--workers", help="Worker processes.", min=1),
+        _param("workers", int, 1, "--workers", help="Worker processes (local) or Ray actors.",
+               min=1),
+        *executor_options(),
         _param("resume", bool, False, "--resume", help="Continue an interrupted run."),
         _param("overwrite", bool, False, "--overwrite", help="Replace an existing run directory."),
         _param("quiet", bool, False, "--quiet", "-q", help="No progress bars or tables."),
         _param("as_json", bool, False, "--json", help="Print machine-readable JSON only."),
     ]
+
+
+def executor_options() -> list[inspect.Parameter]:
+    """``--executor``, ``--ray-address``, ``--gpus-per-worker`` (with ``--workers``)."""
+    return [
+        _param("executor", str, "local", "--executor",
+               help="local: this process, or a process pool of --workers; ray: --workers Ray "
+               "actors on the cluster at --ray-address (see README, Scale out)."),
+        _param("ray_address", str | None, None, "--ray-address",
+               help="Ray cluster to join (HOST:6379, auto, ray://HOST:10001). Default: "
+               "RAY_ADDRESS if set, else a local Ray instance of --workers CPUs."),
+        _param("gpus_per_worker", float, 0.0, "--gpus-per-worker", min=0,
+               help="GPUs each Ray actor reserves; fractional shares a GPU (0.5: two per "
+               "GPU). Default 0."),
+    ]
+
+
+def executor_spec(values: dict[str, Any], *shared: Any) -> Any:
+    """The :class:`~vidmem.runners.execution_spec.ExecutorSpec` of the command's options."""
+    from vidmem.runners.execution_spec import ExecutorSpec
+
+    return ExecutorSpec(kind=values["executor"].strip().lower(), workers=values["workers"],
+                        address=values["ray_address"] or None,
+                        gpus_per_worker=values["gpus_per_worker"]).sharing(*shared)
 
 
 def _judge_cache_option(bench: Any) -> list[inspect.Parameter]:
@@ -126,12 +152,14 @@ def make_command(verb: str, bench: Any) -> Any:
         requests = {o.name: values[o.name] for o in bench.requests_options}
         gen = None if videos else (values["generator"], parse_options(values["generator_opt"]))
         quiet = values["quiet"] or values["as_json"]
+        executor = executor_spec(values, Path(values["root"]).resolve())
         outcome = run_benchmark(
             bench, bench.load(values["root"]), videos=values.get("videos"), out=values["out"],
             gen=gen, config=config, allow_missing=values["allow_missing"],
             workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
             quiet=quiet, options=options, requests=requests,
-            judge_cache=judge_cache_path(values["judge_cache"]) if bench.asks_judge else None)
+            judge_cache=judge_cache_path(values["judge_cache"]) if bench.asks_judge else None,
+            executor=executor)
         if values["as_json"]:
             print_json(outcome.summary)
         elif not quiet:

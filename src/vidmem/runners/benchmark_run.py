@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vidmem.errors import RunFailedError, UserInputError
 from vidmem.runners import generation
-from vidmem.runners.execute import WorkItem, execute
+from vidmem.runners.execute import ExecutorSpec, WorkItem, execute
+from vidmem.runners.execution_spec import PROTOCOL as EXECUTION_PROTOCOL
 from vidmem.runners.store import RunDir, RunManifest
 
 if TYPE_CHECKING:
@@ -143,32 +144,36 @@ def open_run(bench: Benchmark, ds: Any, out: str | Path, config: Any, extra: Map
     manifest = RunManifest(
         benchmark=bench.name, benchmark_version=bench.version,
         config={**bench.run_config(ds, config), **extra}, seeds=bench.seeds(config),
-        protocol=bench.protocol(config), **({"command": argv} if argv else {}),
+        protocol={**bench.protocol(config), "execution": EXECUTION_PROTOCOL},
+        **({"command": argv} if argv else {}),
     )
     return RunDir.create(out, manifest, resume=resume, overwrite=overwrite)
 
 
 def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: dict[str, Any], *,
              workers: int = 1, quiet: bool = False, config: Any = None,
-             **requests: Any) -> dict[str, Any]:
+             executor: ExecutorSpec | None = None, **requests: Any) -> dict[str, Any]:
     """Generate every rollout's video into ``RUN/<outputs_word>`` (resumable).
 
     A benchmark with ``run_rollout`` (a rollout of many requests, run by the benchmark)
     gets ``config`` (the scorer configuration: e.g. which conditions) in ``rollouts`` and
-    one stored item per rollout; the others one item per request.
+    one stored item per rollout; the others one item per request. ``executor`` (default:
+    local with ``workers``) says where they run.
     """
+    executor = executor or ExecutorSpec(workers=workers)
     out_dir = run.path / bench.outputs_word
     if getattr(bench, "run_rollout", None) is not None:
         items = [generation.make_rollout_item(r, generator, options)
                  for r in bench.rollouts(ds, out_dir, config=config, **requests)]
         with run.items() as store:
-            summary = generation.run_rollouts(store, items, bench, workers=workers, quiet=quiet)
+            summary = generation.run_rollouts(store, items, bench, quiet=quiet,
+                                              executor=executor.one_per_call())
         return {"dir": out_dir, "summary": summary.as_counts(),
                 "errors": list(summary.error_samples)}
     items = [generation.make_item(r.request, generator, options, dict(r.inputs))
              for r in bench.rollouts(ds, out_dir, **requests)]
     with run.items() as store:
-        summary = generation.run_generation(store, items, workers=workers, quiet=quiet)
+        summary = generation.run_generation(store, items, quiet=quiet, executor=executor)
     return {"dir": out_dir, "summary": summary.as_counts(), "errors": list(summary.error_samples)}
 
 
@@ -176,22 +181,27 @@ def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: An
           allow_missing: bool = False, workers: int = 1, quiet: bool = False,
           options: Mapping[str, Any] | None = None,
           requests: Mapping[str, Any] | None = None,
-          judge_cache: str | Path | None = None) -> dict[str, Any]:
+          judge_cache: str | Path | None = None,
+          executor: ExecutorSpec | None = None) -> dict[str, Any]:
     """Score every item's video in ``videos`` into ``run``; write and return the summary.
 
     ``options`` are the benchmark's ``score_options``; ``requests`` its
     ``requests_options`` (what the videos were asked to be, e.g. their length);
     ``judge_cache`` the judge answer cache's file (``None``: none), see
-    :mod:`vidmem.runners.judge_cache`.
+    :mod:`vidmem.runners.judge_cache`; ``executor`` (default: local with ``workers``) where
+    the items are scored.
     """
     return _score(bench, ds, run, videos, config, allow_missing=allow_missing, workers=workers,
-                  quiet=quiet, options=options, requests=requests, judge_cache=judge_cache)[0]
+                  quiet=quiet, options=options, requests=requests, judge_cache=judge_cache,
+                  executor=executor)[0]
 
 
 def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
            allow_missing: bool, workers: int, quiet: bool, options: Mapping[str, Any] | None,
            requests: Mapping[str, Any] | None,
-           judge_cache: str | Path | None = None) -> tuple[dict[str, Any], Outcome]:
+           judge_cache: str | Path | None = None,
+           executor: ExecutorSpec | None = None) -> tuple[dict[str, Any], Outcome]:
+    executor = (executor or ExecutorSpec(workers=workers)).sharing(Path(videos).resolve())
     cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
     ds = bench.select(ds, config)  # idempotent: run() has selected already
     scan = bench.find_outputs(ds, videos)
@@ -208,7 +218,7 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
             # error now, not the same error stored once per item.
             _backends(bench, _config_json(config), cache)
         summary = execute(store, items, partial(_score_work, bench, judge_cache=cache),
-                          workers=workers, progress=not quiet, quiet=quiet)
+                          executor=executor, progress=not quiet, quiet=quiet)
         keys = {i.key for i in items}
         stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in keys}
     rows = []
@@ -301,11 +311,13 @@ def run_benchmark(
     requests: Mapping[str, Any] | None = None,
     judge_cache: str | Path | None = None,
     argv: list[str] | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> RunResult:
     """Score ``videos`` (``gen`` is None) or generate them with ``gen`` and score them.
 
     Missing videos are refused before a run directory exists, so a retry needs no
-    ``--resume``; failed generations are refused unless ``allow_missing``.
+    ``--resume``; failed generations are refused unless ``allow_missing``. ``executor``
+    (default: local with ``workers``) says where generation and scoring run.
 
     Returns:
         The summary (with the report's paths under ``report``), the run directory and
@@ -335,7 +347,7 @@ def run_benchmark(
                    argv=sys.argv if argv is None else argv)
     if gen:
         g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet,
-                     config=config, **requests)
+                     config=config, executor=executor, **requests)
         videos = g["dir"]
         if g["summary"]["errors"] and not allow_missing:
             first = g["errors"][0] if g["errors"] else ("?", "?")
@@ -346,7 +358,8 @@ def run_benchmark(
                 + bench.allow_missing_help)
     result, outcome = _score(bench, ds, run, videos, config,  # type: ignore[arg-type]
                              allow_missing=allow_missing, workers=workers, quiet=quiet,
-                             options=options, requests=requests, judge_cache=judge_cache)
+                             options=options, requests=requests, judge_cache=judge_cache,
+                             executor=executor)
     record_backends(bench, run, config, judge_cache)
     result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
     return RunResult(result, run, list(outcome.errors), outcome.n_items)

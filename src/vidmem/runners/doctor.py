@@ -1,8 +1,15 @@
-"""`vidmem doctor`: what is installed, which backends can load, which weights are found."""
+"""`vidmem doctor`: what is installed, which backends can load, which weights are found.
+
+With ``--executor ray`` it also joins the cluster (``--ray-address`` / ``RAY_ADDRESS``,
+else a local instance) and reports its nodes, CPUs, GPUs and Ray version, and, from a
+task pinned to each alive node, that node's vidmem version and the same backend table
+as here (:func:`backends_here`), so a node that lacks a package or the weights shows.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
 import platform
 import sys
 from importlib.metadata import PackageNotFoundError, version
@@ -16,6 +23,7 @@ CORE_PACKAGES = (
     "scikit-image", "pydantic", "typer", "rich", "jinja2", "matplotlib", "openai",
 )
 MODEL_PACKAGES = ("torch", "transformers", "safetensors")
+RAY_PACKAGES = ("ray",)
 
 
 def _version(dist: str) -> str | None:
@@ -79,11 +87,23 @@ def _judge_status(judge_url: str | None, judge_model: str | None) -> dict[str, A
     return status
 
 
+def backends_here(model_dir: str | None = None) -> dict[str, Any]:
+    """This process's vidmem version and backend table (run on each Ray node)."""
+    import vidmem
+
+    return {"vidmem_version": vidmem.__version__, "python": sys.version.split()[0],
+            "backends": [_backend_status(e, model_dir) for e in BACKENDS.entries()]}
+
+
 def diagnose(
-    *, model_dir: str | None = None, judge_url: str | None = None, judge_model: str | None = None
+    *, model_dir: str | None = None, judge_url: str | None = None, judge_model: str | None = None,
+    executor: str = "local", ray_address: str | None = None,
 ) -> dict[str, Any]:
-    """Collect the environment report as plain data (the CLI renders it)."""
-    return {
+    """Collect the environment report as plain data (the CLI renders it).
+
+    ``executor="ray"`` adds ``ray``: :func:`vidmem.runners.ray_session.cluster_report`.
+    """
+    report = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "core_packages": {name: _version(name) for name in CORE_PACKAGES},
@@ -91,4 +111,18 @@ def diagnose(
         "h264_encoder": _h264_encoder(),
         "backends": [_backend_status(e, model_dir) for e in BACKENDS.entries()],
         "judge": _judge_status(judge_url, judge_model),
+        "ray_packages": {name: _version(name) for name in RAY_PACKAGES},
     }
+    if executor.strip().lower() == "ray":
+        from vidmem.runners.execution_spec import ExecutorSpec
+        from vidmem.runners.ray_session import cluster_report
+
+        # a local instance started for the report gets the whole machine
+        spec = ExecutorSpec(kind="ray", address=ray_address, workers=os.cpu_count() or 1)
+        report["ray"] = cluster_report(spec,
+                                       model_dir=model_dir)
+    elif ray_address is not None:
+        from vidmem.runners.execution_spec import ExecutorSpec
+
+        ExecutorSpec(kind=executor.strip().lower(), address=ray_address)  # names the fix
+    return report

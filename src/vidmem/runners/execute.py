@@ -11,6 +11,10 @@ behaves the same on Linux, macOS and Windows and is safe with CUDA). Workers onl
 compute; **the parent process writes every result**: one writer, no lock contention,
 and ``fn`` needs no access to the run directory. ``fn`` and the items must be
 picklable (a module-level function, or a ``functools.partial`` of one).
+
+With an :class:`~vidmem.runners.execution_spec.ExecutorSpec` of kind ``ray`` the items
+run on Ray actors instead (:mod:`vidmem.runners.executor_ray`); the parent still writes
+every result, so the store, and everything built from it, is the same either way.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from vidmem.runners.execution_records import (
     WorkItem,
     check_items,
 )
+from vidmem.runners.execution_spec import ExecutorSpec
 from vidmem.runners.store import ItemStore
 
-__all__ = ["ExecutionSummary", "WorkItem", "execute"]
+__all__ = ["ExecutionSummary", "ExecutorSpec", "WorkItem", "execute"]
 
 MAX_POOL_RESTARTS = 3
 """How many times a crashed worker pool is restarted before :func:`execute` gives up."""
@@ -70,6 +75,7 @@ def execute(
     workers: int = 1,
     progress: bool = True,
     quiet: bool = False,
+    executor: ExecutorSpec | None = None,
 ) -> ExecutionSummary:
     """Compute ``fn`` for every item whose key is not yet done, saving each result.
 
@@ -84,25 +90,32 @@ def execute(
             size. The parent writes every result either way.
         progress: show a progress bar (on stderr).
         quiet: print nothing at all (no bar, no error notice).
+        executor: where to compute (``local`` or ``ray``, and how many workers); when
+            given, its ``workers`` replaces ``workers``. On Ray every worker must see
+            the store's folder (the run directory) at the same path.
 
     Returns:
         An :class:`ExecutionSummary`. ``total == cached + computed + errors``.
 
     Raises:
-        UserInputError: bad items, ``workers < 1``, or an unpicklable ``fn`` with
-            ``workers > 1``.
+        UserInputError: bad items, ``workers < 1``, an unpicklable ``fn`` with
+            ``workers > 1``, or (Ray) workers that cannot see the run directory.
         UnstorableValueError: an item's *request* cannot be stored (NaN or non-JSON).
-        VidmemError: the worker pool crashed more than ``MAX_POOL_RESTARTS`` times.
+        VidmemError: the worker pool crashed more than ``MAX_POOL_RESTARTS`` times, or
+            (Ray) the cluster cannot be joined or its workers keep failing.
 
     An exception raised by ``fn``, a malformed return value, or a response/score with
     NaN is stored as that item's ``error`` and counted; it does not stop the run.
     """
     start = time.perf_counter()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise UserInputError(
-            f"execute: expected workers to be an integer >= 1, found {workers!r}",
-            hint="pass --workers 1 (in-process) or more (process pool)",
-        )
+    if executor is None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise UserInputError(
+                f"execute: expected workers to be an integer >= 1, found {workers!r}",
+                hint="pass --workers 1 (in-process) or more (process pool)",
+            )
+        executor = ExecutorSpec(workers=workers)
+    workers = executor.workers
     own_store = not isinstance(store, ItemStore)
     db = ItemStore(store) if own_store else store
     try:
@@ -119,7 +132,7 @@ def execute(
             else:
                 multiplicity[item.key] = 1
                 todo.append(item)
-        if todo and workers > 1:
+        if todo and workers > 1 and executor.kind == "local":
             try:
                 pickle.dumps(fn)
             except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
@@ -139,6 +152,10 @@ def execute(
         with bar:
             if not todo:
                 pass
+            elif executor.kind == "ray":
+                from vidmem.runners.executor_ray import run_ray
+
+                run_ray(todo, fn, executor, rec, tick, probe_dir=db.path.parent)
             elif workers == 1:
                 run_inline(todo, fn, rec, tick)
             else:

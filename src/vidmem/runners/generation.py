@@ -17,7 +17,7 @@ from rich.console import Console
 
 from vidmem.generators.requests import GenerationRequest
 from vidmem.io.hashing import file_sha256
-from vidmem.runners.execute import ExecutionSummary, WorkItem, execute
+from vidmem.runners.execute import ExecutionSummary, ExecutorSpec, WorkItem, execute
 from vidmem.runners.item_store import ItemStore
 
 
@@ -56,7 +56,7 @@ def make_item(request: GenerationRequest, generator: str, options: dict[str, Any
 
 
 def run_generation(store: ItemStore, items: list[WorkItem], *, workers: int = 1,
-                   quiet: bool = False) -> ExecutionSummary:
+                   quiet: bool = False, executor: ExecutorSpec | None = None) -> ExecutionSummary:
     """Generate every item not yet done; redo those whose video is gone or was changed.
 
     A finished item is trusted only while its video is the file the generator wrote (the
@@ -84,7 +84,8 @@ def run_generation(store: ItemStore, items: list[WorkItem], *, workers: int = 1,
         Console(stderr=True).print("[yellow]regenerating:[/yellow] " + "; ".join(redo[:5])
                                    + (f" (and {len(redo) - 5} more)" if len(redo) > 5 else ""),
                                    highlight=False)
-    return execute(store, items, generate_item, workers=workers, progress=not quiet, quiet=quiet)
+    return execute(store, items, generate_item, workers=workers, progress=not quiet, quiet=quiet,
+                   executor=executor)
 
 
 def _remove_partials(folders: set[Path]) -> None:
@@ -148,7 +149,7 @@ def _rollout_changed(item: WorkItem, stored: Any) -> str | None:
 
 
 def run_rollouts(store: ItemStore, items: list[WorkItem], bench: Any, *, workers: int = 1,
-                 quiet: bool = False) -> ExecutionSummary:
+                 quiet: bool = False, executor: ExecutorSpec | None = None) -> ExecutionSummary:
     """Run every rollout not yet done; rerun those with a clip deleted or changed since
     (the benchmark's ``run_rollout`` then resumes at the first unfinished clip)."""
     from functools import partial
@@ -170,4 +171,4 @@ def run_rollouts(store: ItemStore, items: list[WorkItem], bench: Any, *, workers
                                    + (f" (and {len(redo) - 5} more)" if len(redo) > 5 else ""),
                                    highlight=False)
     return execute(store, items, partial(rollout_work, bench), workers=workers,
-                   progress=not quiet, quiet=quiet)
+                   progress=not quiet, quiet=quiet, executor=executor)
