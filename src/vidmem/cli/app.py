@@ -20,6 +20,7 @@ from vidmem import __version__
 from vidmem.cli.agent_commands import agent_app
 from vidmem.cli.audit_commands import audit_app
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
+from vidmem.cli.compare_commands import compare
 from vidmem.cli.groups import BenchmarkGroup
 from vidmem.cli.judge_commands import judge_agreement
 from vidmem.errors import UserInputError, VidmemError
@@ -213,6 +214,7 @@ def report(
 
 app.command("judge-agreement")(judge_agreement)
 app.add_typer(audit_app, name="audit")
+app.command("compare")(compare)
 
 
 # ------------------------------------------------------------------------------- sim
