@@ -47,7 +47,7 @@ def delta_cell(d: Mapping[str, Any] | None) -> str:
 
 def _arm_label(arm: str) -> str:
     if arm == BASELINE:
-        return f"{arm} (baseline)"
+        return arm
     return f"{arm} (M3-Agent)" if arm in AGENT_ARMS else arm
 
 
@@ -171,7 +171,7 @@ def build_mist_report(run: Any) -> Report:
         sec = rep.section(
             "Running best-of-K (oracle estimate)",
             "Mean over cases of the kept clip's reveal among the original and the first k "
-            "tries (M3-Agent: its first k candidates, the original being candidate 1). "
+            "tries (M3-Agent: its first k candidates, the original first). "
             "Per-try means (pass by pass) are not monotone.")
         base = summary["arm"][BASELINE]["first"]["reveal"]
         series = {a: v + [None] * (k - len(v)) for a, v in curves.items()}
