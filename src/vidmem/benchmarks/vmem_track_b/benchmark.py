@@ -92,6 +92,7 @@ class TrackB(Benchmark):
     summary_printer = "vidmem.benchmarks.vmem_track_b.benchmark:print_summary"
     report_builder = "vidmem.benchmarks.vmem_track_b.report:build_track_b_report"
     sim_builder = "vidmem.benchmarks.vmem_track_b.sim_build:build_track_b"
+    demo_module = "vidmem.benchmarks.vmem_track_b.demo"
     comparer = "vidmem.benchmarks.vmem_track_b.compare:compare_runs"
     comparison_printer = "vidmem.benchmarks.vmem_track_b.compare:print_comparison"
 
