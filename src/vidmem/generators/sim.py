@@ -16,7 +16,9 @@ continuation with a chosen memory:
   :mod:`vidmem.sim.gen_loop`); a request with neither is a story segment (VMem-Bench
   Track-B: prompt, references and the rollout's earlier clips, identified by
   ``extras`` ``story_id`` + ``segment_id``/``segment_index`` or a request id ending in
-  ``seg_NNN``; :mod:`vidmem.sim.gen_story`);
+  ``seg_NNN``; :mod:`vidmem.sim.gen_story`); a request whose ``extras["shot"]`` is
+  ``setup``, ``gap`` or ``reveal`` is a hidden-state container shot
+  (:mod:`vidmem.sim.gen_mist`), whatever else it carries;
 * the prompt grammar in :mod:`vidmem.sim.prompts`: ``The <label> comes back into
   view.``, ``The camera pans back to the <place>.``, the six loop prompts; anything
   else is ignored (the continuation then just continues the last view).
@@ -50,6 +52,7 @@ from vidmem.generators.protocol import GenerationRequest, GenerationResult
 from vidmem.io.video import probe, read_frames
 from vidmem.sim.gen_cmbench import analyse_context, plan_continuation
 from vidmem.sim.gen_loop import LOOP_FORGETTING_VERSION, plan_rollout, rollout_frames
+from vidmem.sim.gen_mist import generate_shot, is_shot
 from vidmem.sim.media import read_png_spec, read_video_spec, write_sim_video
 from vidmem.sim.memory import parse_memory, request_rng
 from vidmem.sim.prompts import parse_prompt
@@ -155,6 +158,9 @@ class SimGenerator:
     def _generate(self, req: GenerationRequest) -> dict[str, Any]:
         out = Path(req.out_path)
         out.parent.mkdir(parents=True, exist_ok=True)
+        if is_shot(req.extras):
+            return generate_shot(req, out, knob=self.memory, seed=self.seed, fps=self.fps,
+                                 duration=self.duration_seconds)
         if req.context_video:
             spec = read_video_spec(req.context_video)
             if spec is None:

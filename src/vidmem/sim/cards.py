@@ -17,6 +17,11 @@ as its ``weights``:
     :data:`CARD_SCALE` times its nominal size over mid grey, its alpha as channel 4.
 ``places/<place>.png``
     each place's panorama sector, RGB, as a location looks in a clip.
+``hidden_state/*.png`` and ``deck.json["hidden_state"]``
+    the container shots' cards (:mod:`vidmem.sim.mist_sprites`, :func:`hidden_state_cards`):
+    every container open and closed (the open card's window transparent), every
+    object and actor, RGBA at the canonical scale of a 180-pixel-high frame, with the
+    canvas boxes (body, window, strip), the inside colour and each card's noun.
 
 Every byte is a pure function of the sim's assets (no seed): the same vidmem version
 writes the same deck.
@@ -36,11 +41,24 @@ from PIL import Image
 
 from vidmem.errors import UserInputError
 from vidmem.sim.assets import PLACES, SECTOR_WIDTH, panorama
+from vidmem.sim.mist_grammar import ACTORS, OBJECTS, container_pool
+from vidmem.sim.mist_sprites import (
+    BODY_BOX,
+    CANON_HEIGHT,
+    CANVAS_SIZE,
+    INSIDE_RGB,
+    STRIP_BOX,
+    WINDOW_BOX,
+    actor_card,
+    container_card,
+    container_key,
+    object_card,
+)
 from vidmem.sim.sprites import entity_sprite
 from vidmem.sim.story_grammar import appearance_phrases
 
 __all__ = ["CARD_SCALE", "DECK_FORMAT", "DECK_VERSION", "KEY_RULE", "card_image",
-           "place_image", "write_card_deck"]
+           "hidden_state_cards", "place_image", "write_card_deck"]
 
 #: card size relative to the sprite's nominal size (sim Track-B clips draw sprites at
 #: up to 1.2x: 480x270 frames over a 400 x 225 pixel view).
@@ -91,6 +109,38 @@ def _save_png(path: Path, image: np.ndarray, mode: str) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def hidden_state_cards(root: Path) -> dict[str, object]:
+    """Write the container shots' cards under ``root/hidden_state`` and describe them.
+
+    Returns:
+        ``{"canon_height", "canvas", "body", "window", "strip", "inside_rgb",
+        "containers": {key: {"noun", "open": {"file", "sha256"}, "closed": ...}},
+        "objects": {asset: {"noun", "plural", "file", "sha256"}}, "actors": {asset:
+        {"noun", "file", "sha256"}}}`` (boxes are half-open ``[x0, y0, x1, y1]`` on the
+        container canvas, canonical pixels).
+    """
+    (root / "hidden_state").mkdir(parents=True, exist_ok=True)
+
+    def save(name: str, image: np.ndarray) -> dict[str, str]:
+        rel = f"hidden_state/{name.replace(':', '-')}.png"
+        return {"file": rel, "sha256": _save_png(root / rel, image, "RGBA")}
+
+    containers = {}
+    for entry in container_pool():
+        key = container_key(entry)
+        containers[key] = {"noun": entry["noun"], **{
+            state: save(f"{key}.{state}", container_card(key, state)) for state in ("open",
+                                                                                  "closed")}}
+    objects = {asset: {"noun": noun, "plural": plural, **save(f"object.{asset}",
+                                                               object_card(asset))}
+               for noun, plural, asset in OBJECTS}
+    actors = {asset: {"noun": noun, **save(f"actor.{asset}", actor_card(asset))}
+              for noun, asset in ACTORS}
+    return {"canon_height": CANON_HEIGHT, "canvas": list(CANVAS_SIZE), "body": list(BODY_BOX),
+            "window": list(WINDOW_BOX), "strip": list(STRIP_BOX), "inside_rgb": list(INSIDE_RGB),
+            "containers": containers, "objects": objects, "actors": actors}
+
+
 def write_card_deck(out: str | os.PathLike[str]) -> Path:
     """Write the card deck (layout in the module docstring) into folder ``out``.
 
@@ -125,7 +175,7 @@ def write_card_deck(out: str | os.PathLike[str]) -> Path:
     doc = {"format": DECK_FORMAT, "version": DECK_VERSION, "card_scale": CARD_SCALE,
            "key_rule": KEY_RULE,
            "phrases": {k: [a.asset, a.state, a.count, a.place] for k, a in sorted(phrases.items())},
-           "cards": cards, "places": places}
+           "cards": cards, "places": places, "hidden_state": hidden_state_cards(root)}
     (root / "deck.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n",
                                     encoding="utf-8")
     return root

@@ -54,6 +54,7 @@ import numpy as np
 
 from vidmem.io.jsonl import write_jsonl
 from vidmem.sim.build import TRUTH_DIR, BuildSummary, check_n_cases
+from vidmem.sim.mist_grammar import ACTORS, BOX_COLOURS, NUMBERS, OBJECTS, container_pool
 
 __all__ = ["CLEAN_PROMPTS", "DEFAULT_N_CASES", "FAMILIES", "audit_card", "build_mist",
            "card_prompts", "plan_card"]
@@ -63,18 +64,12 @@ SHOT_SECONDS = 5.0
 FAMILIES = {"R0": "presence_count", "R1": "binding", "R2": "history_update"}
 #: prompts that must not mention the target.
 CLEAN_PROMPTS = ("gap", "reveal_baseline", "reveal_open_and_hold")
-_ACTORS = (("the woman", "face"), ("the cat", "cat"))
-_OBJECTS = (("gold coin", "gold coins", "gold_coin"), ("mission patch", "mission patches", "patch"),
-            ("snake sign", "snake signs", "logo"), ("old coin", "old coins", "old_coin"))
-_BOX_COLOURS = ("red", "green", "yellow", "purple")
-_NUMBERS = {0: "zero", 1: "one", 2: "two", 3: "three", 4: "four"}
+# The phrase tables live in the sim, which parses these prompts back (vidmem.sim.mist_grammar).
+_ACTORS, _OBJECTS, _BOX_COLOURS, _NUMBERS = ACTORS, OBJECTS, BOX_COLOURS, NUMBERS
 
 
 def _containers(rng: np.random.Generator, n: int) -> list[dict[str, Any]]:
-    pool: list[dict[str, Any]] = [
-        {"noun": "cup", "kind": "sim_asset", "asset": "cup"},
-        {"noun": "blue cup", "kind": "sim_asset", "asset": "blue_cup"},
-        *({"noun": f"{c} box", "kind": "drawn_box", "colour": c} for c in _BOX_COLOURS)]
+    pool = container_pool()
     picked = [pool[int(i)] for i in rng.choice(len(pool), size=n, replace=False)]
     if n == 2 and {p.get("asset") for p in picked} == {"cup", "blue_cup"}:
         picked[1] = pool[2 + int(rng.integers(len(_BOX_COLOURS)))]

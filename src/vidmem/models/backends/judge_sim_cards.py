@@ -51,6 +51,9 @@ Decision rule, per roster line:
 Limits: ``old_coin`` has too few SIFT keypoints to be seen reliably (sim stories do not
 use it); what the judge cannot read it answers with ``"abstain"``, never a guess.
 
+Container-shot questions (``payload["task"]`` ``mist_gate`` or ``m3_diagnose``) are
+answered by :mod:`vidmem.models.backends.judge_sim_mist` instead.
+
 The answer is ``data = {"items": [{entity_id, present, state, count, instance_match}],
 "evidence": {entity_id: {"hits", "frames", "best_score"}}}`` with ``status="ok"`` and
 ``judge="judge/sim-cards"``; a payload without a roster list is ``status="error"``.
@@ -76,6 +79,8 @@ from vidmem.errors import MissingDependencyError, UserInputError, VidmemError
 from vidmem.models.backends.base import BackendBase
 from vidmem.models.backends.classic_sift import SiftDetector
 from vidmem.models.backends.judge_common import ManyJudging
+from vidmem.models.backends.judge_sim_mist import TASKS as HIDDEN_STATE_TASKS
+from vidmem.models.backends.judge_sim_mist import answer_hidden_state
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = ["MAX_COUNT", "CardDeck", "Look", "SimCardJudge"]
@@ -314,6 +319,8 @@ class SimCardJudge(ManyJudging, BackendBase):
 
     def judge(self, request: JudgeRequest) -> JudgeResult:
         """Answer the roster question of ``request`` (never raises for bad input)."""
+        if (request.payload or {}).get("task") in HIDDEN_STATE_TASKS:  # container shots
+            return answer_hidden_state(self, request)
         roster = (request.payload or {}).get("roster")
         if not isinstance(roster, list) or not all(
                 isinstance(r, dict) and "entity_id" in r for r in roster):
