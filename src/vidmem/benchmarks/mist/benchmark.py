@@ -71,7 +71,7 @@ class Mist(Benchmark):
     summary_printer = "vidmem.benchmarks.mist.benchmark:print_summary"
     report_builder = "vidmem.benchmarks.mist.report:build_mist_report"
     sim_builder = "vidmem.benchmarks.mist.sim_build:build_mist"
-    demo_module = None  # the demo part waits for rewriter/sim-grammar (issue 16)
+    demo_module = "vidmem.benchmarks.mist.demo"
 
     # ------------------------------------------------------------------ dataset
 

@@ -5,7 +5,9 @@ rewrite) :func:`run_agent_arm` runs :class:`vidmem.agents.m3.M3Agent` on the cas
 reveal shot with the same frozen generator: the original is the baseline's try 0
 (copied to ``<arm>/try_0.mp4``), the agent writes ``<arm>/try_<k>.mp4`` for k >= 1 and
 its log ``<arm>/agent_run.json``. The diagnoser is the gate judge; the keep score is the
-reporting scorer's (:func:`keep_score`): an oracle, as the protocol says. The arm is
+reporting scorer's (:func:`keep_score`): an oracle, as the protocol says. The agent asks
+its judge directly, not through the run's answer cache (the runner hands that to the
+scoring stage only), so scoring asks the kept clips' questions once more. The arm is
 redone as a whole when its original, the gap frame, the card, the configuration or one
 of its clips changed (its steps depend on each other).
 """

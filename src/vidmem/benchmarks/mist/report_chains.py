@@ -60,7 +60,8 @@ def add_chains(rep: Any, run: Any) -> None:
         "M3-Agent chains",
         "Per try: the last frame the diagnoser read, the failure mode it named, the "
         "instruction before and after the rewrite (rejected rewrites listed) and the keep "
-        "score (the reporting judge's reveal: an oracle). Try 0 is the original; the loop "
+        "score (the reporting judge's reveal + 0.001 x last inside + 1e-6 x mean inside: an "
+        "oracle). Try 0 is the original; the loop "
         f"stops at a diagnosed success. The first {MAX_CASES} cases are shown.")
     for row in rows[:MAX_CASES]:
         req = requests.get(row["case_id"], {})
@@ -89,4 +90,4 @@ def add_chains(rep: Any, run: Any) -> None:
                 sec.add(ImageGrid(images, columns=min(5, len(images)), thumb_size=240,
                                   caption=title))
             sec.add(Table(["try", "diagnosis", "evidence", "old instruction",
-                           "new instruction", "rejected", "score"], table, caption=title))
+                           "new instruction", "rejected", "keep score"], table, caption=title))
