@@ -72,6 +72,7 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     backends.add("judge/qwen3-vl-8b", "vidmem.models.backends.judge_qwen:Qwen3VL8BJudge", "local Qwen3-VL-8B-Instruct judge with transformers (greedy)", extra="models", role="judge", checkpoint="Qwen/Qwen3-VL-8B-Instruct", params="8.8B", vram="~20 GB (bf16)")
     backends.add("judge/sim-cards", "vidmem.models.backends.judge_sim_cards:SimCardJudge", "offline presence judge for sim cases: entity appearance cards + SIFT image-guided detection (not a VLM); weights = a card deck written by vidmem.sim.cards.write_card_deck", role="judge")
     backends.add("rewriter/openai", "vidmem.models.backends.rewriter_openai:OpenAIRewriter", "text LLM that rewrites an instruction's failed move (M3-Agent) over any OpenAI-compatible chat server", role="rewriter")
+    backends.add("rewriter/sim-grammar", "vidmem.models.backends.rewriter_sim_grammar:SimGrammarRewriter", "offline: deterministic rewrites of the sim's reveal grammar per failure mode (M3-Agent on the sim; not an LLM)", role="rewriter")
 
     generators.add("sim", "vidmem.generators.sim:SimGenerator", "offline procedural world with tunable memory (perfect, none, decay:TAU, leaky:P)")
     generators.add("command", "vidmem.generators.command:CommandGenerator", "any generator run as a shell command template")

@@ -249,14 +249,20 @@ def parse_reveal(prompt: str, containers: list[dict[str, Any]]) -> Reveal:
         target, action = ids[named[0][1]["noun"].lower()], True
     clauses = sorted(name for name, pats in CLAUSES.items()
                      if any(re.search(p, text, re.I) for p in pats))
-    stated = None
-    m = re.search(r"\b(?:shows?|with|holding|holds)\s+(.+?)\s+(?:visible\s+)?inside\b", text, re.I)
-    if m and target is not None:
-        what = m.group(1).strip().lower()
+    return Reveal(target, action, tuple(clauses), _stated(text) if target else None)
+
+
+def _stated(text: str) -> list[dict[str, Any]] | None:
+    """The first ``shows|with <NP>|nothing [visible] inside`` of the text, read."""
+    for m in re.finditer(r"\b(?:shows?|with|holding|holds)\s+", text, re.I):
+        inside = re.match(r"([^;.]+?)\s+(?:visible\s+)?inside\b", text[m.end():], re.I)
+        if not inside:
+            continue
+        what = inside.group(1).strip().lower()
         if what in ("nothing", "no objects", "nothing at all"):
-            stated = []
-        else:
-            parsed = _np(what)
-            if parsed is not None:
-                stated = [{"asset": parsed[0][2], "count": parsed[1]}]
-    return Reveal(target, action, tuple(clauses), stated)
+            return []
+        parsed = _np(what)
+        if parsed is not None and parsed[0][0 if parsed[1] == 1 else 1] == what.split(
+                " ", 1)[-1]:
+            return [{"asset": parsed[0][2], "count": parsed[1]}]
+    return None
