@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -189,15 +191,31 @@ def _eligible(ref: Any, start: float, ends: Mapping[int, float]) -> bool:
     return seg in ends and ends[seg] <= start + 1e-9 and float(t) < start
 
 
-def _write_reference(clip: Path, seconds_into: float, png: Path) -> None:
-    frame = read_frames_at(clip, [seconds_into])[0]
+def _write_png(frame: np.ndarray, png: Path) -> None:
     tmp = png.with_name(f".{png.name}.tmp.png")
     Image.fromarray(frame).save(tmp)
     os.replace(tmp, png)
 
 
+class _Clock:
+    """Wall and CPU seconds of the phases of one segment (the loop's ``trace``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.seconds[f"{name}_seconds"] = time.perf_counter() - wall
+            self.seconds[f"{name}_cpu_seconds"] = time.process_time() - cpu
+
+
 def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None = None,
-                *, story: Story | None = None) -> dict[str, Any]:
+                *, story: Story | None = None,
+                trace: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Generate one (story, condition) rollout, resuming at its first unfinished segment.
 
     Args:
@@ -206,6 +224,14 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
         ctx: plain data of the run: ``generator_key`` (the generator's identity; a
             progress file of another one starts over).
         story: the loaded story (default: loaded from the rollout's gold root).
+        trace: when given, one dict per segment is appended to it (for benchmarks/):
+            ``segment``, ``generated``, the wall and CPU seconds (``<phase>_seconds``,
+            ``<phase>_cpu_seconds``) of the phases ``retrieve`` (the condition's
+            references, PNGs written), ``pick`` (its part spent choosing: compose and the
+            eligibility rule), ``generate`` (these three only for a generated segment)
+            and ``observe`` (store and policy take the clip: decoding and embedding),
+            and the running ``decodes`` and ``embedded`` (items per ``backend/kind``) of
+            the rollout's frame source.
 
     Returns:
         ``{"story_id", "condition", "segments", "generated", "resumed_from", "clips":
@@ -257,17 +283,21 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
         n, name = seg.segment_id, segment_name(seg.segment_id)
         clip = folder / f"{name}.mp4"
         mseg = MemorySegment(n - 1, start, start + float(seg.duration_seconds), text=seg.prompt)
+        clock = _Clock()
         if resumed_from is None and finished(folder, done.get(name)):
             kept[name] = done[name]
         else:
             if resumed_from is None:
                 resumed_from = n
-            refs = _references(cond, story, n, policy, store, mseg, ends, folder, kept)
+            with clock.phase("retrieve"):
+                refs = _references(cond, story, n, policy, store, mseg, ends, folder, kept,
+                                   clock)
             request = GenerationRequest(
                 request_id=f"{sid}/{name}", benchmark=rollout.request.benchmark,
                 prompt=seg.prompt, out_path=str(clip), references=tuple(r for r, _ in refs),
                 duration_seconds=float(seg.duration_seconds))
-            result = generator.generate(request)
+            with clock.phase("generate"):
+                result = generator.generate(request)
             if getattr(result, "status", None) != "ok" or not clip.is_file():
                 why = getattr(result, "error", None) or f"{clip} was not written"
                 raise RuntimeError(f"rollout {sid}/{cond}, segment {name}: {why}")
@@ -277,10 +307,16 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
                                           "rollout_seconds": t} for r, t in refs]}
             generated += 1
             write_progress(folder, {"identity": identity, "segments": kept})
-        source.add(mseg.index, clip, start)
-        store.observe(mseg)
-        if policy is not None:
-            policy.observe(mseg, store)
+        with clock.phase("observe"):
+            source.add(mseg.index, clip, start)
+            store.observe(mseg)
+            if policy is not None:
+                policy.observe(mseg, store)
+        if trace is not None:
+            trace.append({"segment": n, "generated": "generate_seconds" in clock.seconds,
+                          **clock.seconds, "decodes": source.decodes,
+                          "embedded": {f"{b}/{k}": v for (b, k), v in
+                                       sorted(source.embeddings.items.items())}})
         ends[mseg.index] = mseg.end_seconds
         start = mseg.end_seconds
     if generated == 0 and kept != done:
@@ -294,9 +330,29 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
 
 def _references(cond: str, story: Story, n: int, policy: Any, store: MemoryStore,
                 mseg: MemorySegment, ends: Mapping[int, float], folder: Path,
-                kept: Mapping[str, Any]) -> list[tuple[ReferenceImage, float]]:
+                kept: Mapping[str, Any], clock: _Clock) -> list[tuple[ReferenceImage, float]]:
     """Segment ``n``'s reference images (written as PNGs) with their rollout times."""
-    picks: list[tuple[int, float]] = []  # (0-based segment, seconds into its clip)
+    with clock.phase("pick"):
+        picks = _picks(cond, story, n, policy, store, mseg, ends, folder, kept)
+    name = segment_name(n)
+    pngs = [folder / f"{name}.ref{k}.png" for k in range(1, len(picks) + 1)]
+    by_clip: dict[int, list[int]] = {}
+    for k, (seg, _) in enumerate(picks):
+        by_clip.setdefault(seg, []).append(k)
+    for seg, ks in by_clip.items():  # one decode per source clip, however many frames it gives
+        src = folder / kept[segment_name(seg + 1)]["clip"]
+        for k, frame in zip(ks, read_frames_at(src, [picks[k][1] for k in ks]), strict=True):
+            _write_png(frame, pngs[k])
+    return [(ReferenceImage(str(png), round(into, 6), segment_name(seg + 1)),
+             round(_start_of(seg, ends) + into, 6))
+            for png, (seg, into) in zip(pngs, picks, strict=True)]
+
+
+def _picks(cond: str, story: Story, n: int, policy: Any, store: MemoryStore,
+           mseg: MemorySegment, ends: Mapping[int, float], folder: Path,
+           kept: Mapping[str, Any]) -> list[tuple[int, float]]:
+    """The condition's choice for segment ``n``: ``(0-based segment, seconds into its clip)``."""
+    picks: list[tuple[int, float]] = []
     if cond == LAST_SEEN:
         for m, _ in last_seen_sources(story, n):
             clip = folder / kept[segment_name(m)]["clip"]
@@ -311,15 +367,7 @@ def _references(cond: str, story: Story, n: int, policy: Any, store: MemoryStore
             seg = r.segment_index if r.segment_index is not None else next(
                 k for k, e in ends.items() if float(r.source_seconds) < e)
             picks.append((int(seg), float(r.source_seconds) - _start_of(seg, ends)))
-    out = []
-    name = segment_name(n)
-    for k, (seg, into) in enumerate(picks, start=1):
-        src = folder / kept[segment_name(seg + 1)]["clip"]
-        png = folder / f"{name}.ref{k}.png"
-        _write_reference(src, into, png)
-        out.append((ReferenceImage(str(png), round(into, 6), segment_name(seg + 1)),
-                    round(_start_of(seg, ends) + into, 6)))
-    return out
+    return picks
 
 
 def _start_of(seg: int, ends: Mapping[int, float]) -> float:
