@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vidmem.benchmarks.vmem_track_b.config import ScorerConfig
+from vidmem.benchmarks.vmem_track_b.demo_truth import PROTOCOL as TRUTH_PROTOCOL
 from vidmem.benchmarks.vmem_track_b.demo_truth import agreement, segment_truth, truth_rates
 from vidmem.benchmarks.vmem_track_b.loop import segment_name
 from vidmem.runners import benchmark_run as runner
@@ -78,7 +79,7 @@ def config() -> dict[str, Any]:
     return {"seed": SEED, "n_stories": N_STORIES, "n_segments": N_SEGMENTS,
             "gap_long_threshold": GAP_LONG, "fps": FPS, "preset": "offline",
             "arms": [{"arm": a, "memory": m, "conditions": list(c)} for a, m, c in ARMS],
-            "protocol": PROTOCOL}
+            "protocol": {**PROTOCOL, **TRUTH_PROTOCOL}}
 
 
 def _config(conditions: tuple[str, ...], cards: Path) -> ScorerConfig:
