@@ -106,7 +106,7 @@ PROTOCOL: dict[str, dict[str, str]] = {
     },
     "leak": {
         "rule": "with leaky:P the gap shot opens one container (one with contents first) "
-                "from 1.8 to 3.2 s of 5 with probability P",
+                "from 1.2 to 3.6 s of 5 with probability P",
         "reason": "gives the leak gate something to find",
         "source": "decided here (sim)",
     },
@@ -308,7 +308,7 @@ def generate_shot(req: GenerationRequest, out: Path, *, knob: MemoryKnob, seed: 
             leak = pool[int(rng.integers(len(pool)))]
             truth["leak"] = {"container": leak, "contents": scene["contents"].get(leak, [])}
         script = gap_script(scene, seconds, leak)
-        after = {**scene, "seen_at": clock0 + 3.2 * T} if leak else dict(scene)
+        after = {**scene, "seen_at": clock0 + 3.6 * T} if leak else dict(scene)
     else:
         reveal = parse_reveal(req.prompt, scene["containers"])
         ids = [c["id"] for c in scene["containers"]]

@@ -10,7 +10,8 @@ canonical pixels (:mod:`vidmem.sim.mist_render`). Every timeline ends static fro
   another; an object only *held up* goes back to the actor at ``1.6-2.2 T`` and is
   gone); every lid is ajar at ``3.3 T`` and closed from ``3.7 T``.
 * **gap**: every lid closed; the actor idles at home. A *leak* opens one container
-  ``1.8-3.2 T`` (ajar ``1.5 T`` and ``3.2 T``, closed from ``3.5 T``).
+  ``1.2-3.6 T`` (ajar ``1.0 T`` and ``3.6 T``, closed from ``3.9 T``), long enough for
+  evenly spaced frames of the shot to catch it.
 * **reveal**: the actor walks to the container it acts on (``0-0.8 T``); an opening
   is ajar at ``0.8 T`` and open from ``1.2 T``; executed: the actor walks home
   ``1.8-2.6 T``; brief open: ajar again ``3.0 T``, closed ``3.4 T``, home by
@@ -150,8 +151,8 @@ def gap_script(scene: dict[str, Any], duration: float, leak: str | None) -> Scri
     lids = {c: [(0.0, "closed")] for c in xs}
     contents = {c: [(0.0, _copies(scene["contents"].get(c, [])))] for c in xs}
     if leak is not None:
-        lids[leak] = [(0.0, "closed"), (1.5 * T, "ajar"), (1.8 * T, "open"), (3.2 * T, "ajar"),
-                      (3.5 * T, "closed")]
+        lids[leak] = [(0.0, "closed"), (1.0 * T, "ajar"), (1.2 * T, "open"), (3.6 * T, "ajar"),
+                      (3.9 * T, "closed")]
     home = float(scene["actor_home"])
     return Script(duration, lids, contents, [(0.0, home, float(ACTOR_HOME_Y))])
 
