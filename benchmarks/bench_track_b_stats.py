@@ -1,21 +1,41 @@
 """Track-B aggregates and the paired story bootstrap on synthetic verdicts of cohort size.
 
-Builds two arms (a "policy" and "no memory") of 30 stories / 2,824 segments each, every
-segment with a roster of cast, forbidden, false-friend and decoy entries and about 3%
-unparsable answers, then times the pure scoring: pooled rates, the nine family rates,
-per-story counts and the 2,000-draw paired story bootstrap (all segments, and the
-parsed-in-both cut). Prints seconds per step.
+Two timings (issue 14: "aggregates and the 2,000-draw bootstrap over 30 stories / 2,824
+segments of stored verdicts under 2 s"):
+
+* **in memory**: two arms (a "policy" and "no memory") of 30 stories / 2,824 segments
+  each as :class:`SegmentVerdict` lists, every segment with a roster of cast, forbidden,
+  false-friend and decoy entries and a few % unparsable answers, scored with the public
+  functions: pooled rates, the nine family rates, per-story counts and the 2,000-draw
+  paired story bootstrap (all segments, and the parsed-in-both cut).
+* **stored**: the real path of ``summary.json``: the same verdicts written as
+  ``scores.jsonl`` rows (``verdicts_to_json``, round-tripped through ``json``) for 2
+  conditions (the issue's case) and for the card's six, then
+  :func:`~vidmem.benchmarks.vmem_track_b.scorer.aggregate_rows` end to end, with its own
+  per-step seconds (parse, pooled, families, story counts, gap bins, bootstrap, family
+  bootstrap). Building the rows is not timed.
+
+Prints seconds per step; ``--profile`` adds a cProfile of one ``aggregate_rows`` call
+(six conditions) sorted by own time.
 
     python benchmarks/bench_track_b_stats.py [--stories 30] [--segments 2824] [--draws 2000]
+        [--repeat 3] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import json
+import pstats
 import time
+from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
+from vidmem.benchmarks.vmem_track_b.config import DEFAULT_CONDITIONS, ScorerConfig
+from vidmem.benchmarks.vmem_track_b.scorer import aggregate_rows, verdicts_to_json
 from vidmem.metrics.track_b import (
     EntryVerdict,
     SegmentVerdict,
@@ -26,10 +46,20 @@ from vidmem.metrics.track_b import (
 )
 from vidmem.stats.paired_bootstrap import paired_story_bootstrap
 
+#: per condition (p_hit, p_violate, p_unparsable, seed): none first, then the policies
+ARMS = {"none": (0.56, 0.03, 0.02, 2), "text_frame": (0.62, 0.06, 0.03, 3),
+        "seg_uniform": (0.64, 0.08, 0.04, 4), "seg_dino_key": (0.66, 0.13, 0.04, 1),
+        "seg_frame": (0.65, 0.10, 0.05, 5), "last_seen": (0.75, 0.05, 0.03, 6)}
+
 
 def synth_arm(n_stories: int, n_segments: int, p_hit: float, p_violate: float,
               p_unparsable: float, seed: int) -> list[SegmentVerdict]:
-    """One condition's verdicts; the same gold shape for every arm (seeded by story)."""
+    """One condition's verdicts; the same gold shape for every arm (seeded by story).
+
+    Every family occurs: long gaps, temporal anchors, states, counts, active look-alikes
+    (with an instance choice), false-friend introductions with their absent target on
+    the roster, destroyed and look-alike-absent forbidden entries.
+    """
     rng = np.random.default_rng(seed)
     per_story = np.full(n_stories, n_segments // n_stories)
     per_story[: n_segments % n_stories] += 1
@@ -50,18 +80,28 @@ def synth_arm(n_stories: int, n_segments: int, p_hit: float, p_violate: float,
                 if kind == "prop" and gold.random() < 0.05:
                     kw["expected_count"] = int(gold.integers(1, 6))
                 kw["anchor"] = bool(gold.random() < 0.02)
+                kw["lookalike"] = bool(gold.random() < 0.03)
+                if j == 0 and gold.random() < 0.04:
+                    kw.update(op="introduce", gap=None, confusable_with="FF")
                 hit = bool(rng.random() < p_hit)
                 if hit and "expected_state" in kw:
                     kw["judged_state"] = "changed" if rng.random() < 0.6 else "default"
                 if hit and "expected_count" in kw:
-                    kw["judged_count"] = int(kw["expected_count"]) + int(rng.integers(-1, 2))
+                    kw["judged_count"] = max(0, int(kw["expected_count"]) + int(rng.integers(-1, 2)))
+                if hit and kw["lookalike"]:
+                    kw["instance_match"] = bool(rng.random() < 0.7)
                 entries.append(EntryVerdict(sid, seg, f"E{j}", kind, "required", hit, **kw))
             entries.append(EntryVerdict(sid, seg, "LOC", "location", "location",
                                         bool(rng.random() < 0.9), op="recall", gap=1))
+            if any(e.confusable_with for e in entries):
+                entries.append(EntryVerdict(sid, seg, "FF", "character", "false_friend_target",
+                                            bool(rng.random() < 0.2)))
             if gold.random() < 0.5:
+                reason = "lookalike_absent" if gold.random() < 0.2 else "destroyed"
                 entries.append(EntryVerdict(
                     sid, seg, "F", "prop", "forbidden", bool(rng.random() < p_violate),
-                    reason="destroyed", reference_indirect=bool(gold.random() < 0.1)))
+                    reason=reason,
+                    reference_indirect=reason == "destroyed" and bool(gold.random() < 0.1)))
             for d in range(int(gold.integers(3, 6))):
                 entries.append(EntryVerdict(sid, seg, f"D{d}", "prop", "decoy",
                                             bool(rng.random() < 0.03)))
@@ -72,19 +112,28 @@ def synth_arm(n_stories: int, n_segments: int, p_hit: float, p_violate: float,
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--stories", type=int, default=30)
-    ap.add_argument("--segments", type=int, default=2824)
-    ap.add_argument("--draws", type=int, default=2000)
-    args = ap.parse_args()
+def stored_rows(arms: dict[str, list[SegmentVerdict]]) -> list[dict[str, Any]]:
+    """``scores.jsonl`` rows of the arms, as the scorer writes them (through ``json``)."""
+    by_story: dict[str, dict[str, list[SegmentVerdict]]] = defaultdict(dict)
+    for cond, segs in arms.items():
+        for s in segs:
+            by_story[s.story_id].setdefault(cond, []).append(s)
+    rows = []
+    for k, (sid, conds) in enumerate(sorted(by_story.items()), start=1):
+        n = len(next(iter(conds.values())))
+        row = {"story_id": sid, "number": k, "status": "scored", "n_segments": n,
+               "conditions": {c: {"verdicts": verdicts_to_json(segs),
+                                  "judge": {"segments": n,
+                                            "unparsable": sum(not s.parsed for s in segs)}}
+                              for c, segs in conds.items()}}
+        rows.append(json.loads(json.dumps(row)))
+    return rows
 
-    t0 = time.perf_counter()
-    policy = synth_arm(args.stories, args.segments, 0.66, 0.13, 0.04, seed=1)
-    control = synth_arm(args.stories, args.segments, 0.56, 0.03, 0.02, seed=2)
-    t_build = time.perf_counter() - t0
+
+def in_memory(args: argparse.Namespace, policy: list[SegmentVerdict],
+              control: list[SegmentVerdict]) -> None:
+    """The public functions on two in-memory arms."""
     n_entries = sum(len(s.entries) for s in policy)
-
     t0 = time.perf_counter()
     pooled = [pooled_rates(arm) for arm in (policy, control)]
     t_pooled = time.perf_counter() - t0
@@ -103,8 +152,8 @@ def main() -> None:
                                          n_resamples=args.draws)
     t_parsed = time.perf_counter() - t0
 
-    print(f"arms: 2 x {len(policy)} segments, {args.stories} stories, "
-          f"{n_entries} roster entries per arm (build {t_build:.2f} s, not timed below)")
+    print(f"== in memory: 2 x {len(policy)} segments, {args.stories} stories, "
+          f"{n_entries} roster entries per arm")
     print(f"pooled_rates (2 arms)        {t_pooled:.3f} s")
     print(f"family_rates (2 arms)        {t_family:.3f} s")
     print(f"story_counts (2 arms)        {t_counts:.3f} s")
@@ -123,6 +172,58 @@ def main() -> None:
         cells = ", ".join(f"d{n} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]" for n, d, lo, hi in
                           zip(res.names, res.difference, res.low, res.high, strict=True))
         print(f"{name}: {cells}; undefined draws {res.n_undefined}")
+
+
+def stored(args: argparse.Namespace, rows: list[dict[str, Any]], conds: tuple[str, ...]) -> float:
+    """``aggregate_rows`` on stored rows: best of ``--repeat`` runs, with its step times."""
+    config = ScorerConfig(conditions=conds, n_resamples=args.draws)
+    best: dict[str, float] | None = None
+    walls = []
+    for _ in range(args.repeat):
+        steps: dict[str, float] = {}
+        t0 = time.perf_counter()
+        summary = aggregate_rows(rows, config, timings=steps)
+        walls.append(time.perf_counter() - t0)
+        if best is None or walls[-1] == min(walls):
+            best = steps
+    assert best is not None
+    n_seg = summary["pooled"][conds[0]]["n_segments"]
+    print(f"== stored rows: {len(conds)} conditions x {n_seg} segments, "
+          f"{summary['n_stories_scored']} stories; aggregate_rows, best of {args.repeat} "
+          f"(all: {', '.join(f'{w:.3f}' for w in walls)} s)")
+    for step, sec in best.items():
+        print(f"  {step:<28} {sec:.3f} s")
+    print(f"  {'total (wall)':<28} {min(walls):.3f} s")
+    d = summary["deltas"][conds[1]]["rates"]
+    print("  " + ", ".join(f"d{n} {v['difference']:+.3f} [{v['ci_low']:+.3f}, "
+                           f"{v['ci_high']:+.3f}]" for n, v in d.items())
+          + f"  ({conds[1]} - none)")
+    return min(walls)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stories", type=int, default=30)
+    ap.add_argument("--segments", type=int, default=2824)
+    ap.add_argument("--draws", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="cProfile one 6-condition call")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    arms = {c: synth_arm(args.stories, args.segments, *ARMS[c][:3], seed=ARMS[c][3])
+            for c in DEFAULT_CONDITIONS}
+    rows = stored_rows(arms)
+    print(f"(building {len(arms)} arms and their rows: {time.perf_counter() - t0:.2f} s, "
+          "not timed below)")
+    in_memory(args, arms["seg_dino_key"], arms["none"])
+    stored(args, rows, ("none", "seg_dino_key"))
+    stored(args, rows, DEFAULT_CONDITIONS)
+    if args.profile:
+        config = ScorerConfig(conditions=DEFAULT_CONDITIONS, n_resamples=args.draws)
+        prof = cProfile.Profile()
+        prof.runcall(aggregate_rows, rows, config)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

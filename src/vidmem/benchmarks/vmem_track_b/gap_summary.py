@@ -6,7 +6,8 @@ The pure bin counting is :mod:`vidmem.metrics.track_b.gap_bins` (its rules in
 import ``stats/``): per condition the bins' pooled recall with Wilson intervals, and
 every condition but ``none`` minus ``none`` per bin, resampling stories with the run's
 draws and seed. With no ``none`` condition, or no scored story, there are no
-differences.
+differences. Each arm is its segments or, from ``aggregate_rows``, its tally
+(:class:`~vidmem.metrics.track_b.ArmTally`); the numbers are the same.
 """
 
 from __future__ import annotations
@@ -21,11 +22,30 @@ from vidmem.stats.paired_bootstrap import paired_story_bootstrap
 __all__ = ["gap_bin_deltas", "gap_bin_summary"]
 
 
-def gap_bin_deltas(a: Sequence[tb.SegmentVerdict], b: Sequence[tb.SegmentVerdict],
-                   config: ScorerConfig) -> dict[str, Any] | None:
+Arm = tb.ArmTally | Sequence[tb.SegmentVerdict]
+
+
+def _rates(arm: Arm, confidence: float) -> tb.GapBinRecall:
+    if isinstance(arm, tb.ArmTally):
+        return arm.gap_bins(confidence)
+    return tb.gap_bin_recall(arm, confidence=confidence)
+
+
+def _story_counts(arm: Arm) -> dict[str, Any]:
+    if isinstance(arm, tb.ArmTally):
+        return arm.gap_bin_story_counts()
+    return tb.gap_bin_story_counts(arm)
+
+
+def gap_bin_deltas(a: Arm, b: Arm, config: ScorerConfig) -> dict[str, Any] | None:
     """Per bin (and ``just_seen``), recall of ``a`` minus ``b`` with the paired story bootstrap;
-    ``None`` when the arms hold no story or not the same stories."""
-    ca, cb = tb.gap_bin_story_counts(a), tb.gap_bin_story_counts(b)
+    ``None`` when the arms hold no story or not the same stories.
+
+    Args:
+        a, b: each arm's segments, or its :class:`~vidmem.metrics.track_b.ArmTally`.
+        config: the bootstrap settings.
+    """
+    ca, cb = _story_counts(a), _story_counts(b)
     if not ca or set(ca) != set(cb):
         return None
     return paired_story_bootstrap(ca, cb, n_resamples=config.n_resamples,
@@ -33,12 +53,11 @@ def gap_bin_deltas(a: Sequence[tb.SegmentVerdict], b: Sequence[tb.SegmentVerdict
                                   names=tb.BIN_ROWS).to_dict()
 
 
-def gap_bin_summary(arms: Mapping[str, Sequence[tb.SegmentVerdict]],
-                    config: ScorerConfig) -> dict[str, Any]:
+def gap_bin_summary(arms: Mapping[str, Arm], config: ScorerConfig) -> dict[str, Any]:
     """The ``gap_bins`` block of the summary.
 
     Args:
-        arms: condition -> its segments over all scored stories.
+        arms: condition -> its segments over all scored stories (or their tally).
         config: the run's conditions and bootstrap settings.
 
     Returns:
@@ -46,7 +65,7 @@ def gap_bin_summary(arms: Mapping[str, Sequence[tb.SegmentVerdict]],
         dict}, "deltas": {condition: bootstrap dict over BIN_ROWS}}``.
     """
     conds = [c for c in config.conditions if c in arms]
-    rates = {c: tb.gap_bin_recall(arms[c], confidence=config.confidence).to_dict() for c in conds}
+    rates = {c: _rates(arms[c], config.confidence).to_dict() for c in conds}
     deltas: dict[str, Any] = {}
     if BASELINE in arms:
         for c in conds:

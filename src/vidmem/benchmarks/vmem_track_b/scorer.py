@@ -23,9 +23,10 @@ nothing); the printed summary and the report say how many.
 reads each answer (:func:`~vidmem.benchmarks.vmem_track_b.answers.read_answer`) and
 turns it into :class:`~vidmem.metrics.track_b.SegmentVerdict` s with the gold's roles
 and stress-family fields (:func:`segment_verdict`). The verdicts are stored as plain
-JSON (:func:`verdicts_to_json`), so :func:`aggregate_rows` recomputes every number with
-no judge. A judge answer that is not ``ok`` makes its segment unparsable (every entry
-``abstain``, counted per condition); it never raises.
+JSON (:func:`verdicts_to_json`), so :func:`aggregate_rows` (in
+:mod:`~vidmem.benchmarks.vmem_track_b.aggregate`, re-exported here) recomputes every
+number with no judge. A judge answer that is not ``ok`` makes its segment unparsable
+(every entry ``abstain``, counted per condition); it never raises.
 """
 
 from __future__ import annotations
@@ -38,15 +39,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vidmem.benchmarks.vmem_track_b.aggregate import _family_counts as _family_counts
+from vidmem.benchmarks.vmem_track_b.aggregate import aggregate_rows as aggregate_rows
+from vidmem.benchmarks.vmem_track_b.aggregate import segment_fields
 from vidmem.benchmarks.vmem_track_b.answers import SegmentJudgement, read_answer
-from vidmem.benchmarks.vmem_track_b.config import BASELINE, PRIVILEGED, ScorerConfig
+from vidmem.benchmarks.vmem_track_b.config import ScorerConfig
 from vidmem.benchmarks.vmem_track_b.roster import Roster
 from vidmem.benchmarks.vmem_track_b.schema import REMOVAL_REASONS, segment_id
 from vidmem.benchmarks.vmem_track_b.stories import Segment, Story
 from vidmem.errors import UserInputError
 from vidmem.metrics import track_b as tb
 from vidmem.models.loading import load_backend
-from vidmem.stats.paired_bootstrap import paired_story_bootstrap
 
 __all__ = ["TrackBScorer", "aggregate_rows", "all_absent", "clip_number", "segment_verdict", "story_clips",
            "story_folder", "verdicts_from_json", "verdicts_to_json"]
@@ -195,10 +198,10 @@ def verdicts_to_json(segments: Sequence[tb.SegmentVerdict]) -> list[dict[str, An
 
 
 def verdicts_from_json(story_id: str, data: Sequence[Mapping[str, Any]]) -> list[tb.SegmentVerdict]:
-    """The inverse of :func:`verdicts_to_json`."""
-    return [tb.SegmentVerdict(story_id, int(s["segment_id"]), bool(s["parsed"]), tuple(
-        tb.EntryVerdict(story_id=story_id, segment_id=int(s["segment_id"]), **e)
-        for e in s["entries"])) for s in data]
+    """The inverse of :func:`verdicts_to_json`; a malformed stored segment or entry is an
+    error naming story and segment (:func:`~vidmem.metrics.track_b.stored_segment`)."""
+    where = "stored Track-B verdicts"
+    return [tb.stored_segment(story_id, *segment_fields(story_id, s, where)) for s in data]
 
 
 def all_absent(roster: Roster) -> dict[str, Any]:
@@ -284,90 +287,3 @@ class TrackBScorer:
         score = {"story_id": story.story_id, "number": story.number,
                  "n_segments": len(story.segments), "conditions": conditions}
         return {"response": {**score, "answers": answers}, "score": score}
-
-
-# ----------------------------------------------------------------------------- aggregate
-
-
-def _arm(rows: Sequence[Mapping[str, Any]], cond: str) -> list[tb.SegmentVerdict]:
-    segs: list[tb.SegmentVerdict] = []
-    for r in rows:
-        segs += verdicts_from_json(r["story_id"], r["conditions"][cond]["verdicts"])
-    return segs
-
-
-def _bootstrap(a: list[tb.SegmentVerdict], b: list[tb.SegmentVerdict],
-               config: ScorerConfig) -> dict[str, Any] | None:
-    ca, cb = tb.story_counts(a), tb.story_counts(b)
-    if not ca or set(ca) != set(cb):
-        return None
-    return paired_story_bootstrap(ca, cb, n_resamples=config.n_resamples,
-                                  seed=config.bootstrap_seed,
-                                  confidence=config.confidence).to_dict()
-
-
-def _family_counts(segs: list[tb.SegmentVerdict], confidence: float) -> dict[str, Any]:
-    """Per story, the (numerator, denominator) of each family's headline rate, ``(9, 2)``."""
-    by_story: dict[str, list[tb.SegmentVerdict]] = {}
-    for s in segs:
-        by_story.setdefault(s.story_id, []).append(s)
-    out = {}
-    for sid, ss in by_story.items():
-        fam = tb.family_rates(ss, confidence=confidence)
-        out[sid] = [[fam[f].headline.numerator, fam[f].headline.denominator] for f in tb.FAMILIES]
-    return out
-
-
-def aggregate_rows(rows: Sequence[Mapping[str, Any]], config: ScorerConfig) -> dict[str, Any]:
-    """Every Track-B number from stored rows alone (pure; no judge, no files).
-
-    Per condition: pooled rates, the nine families with Wilson intervals, judge counts;
-    every condition but ``none`` minus ``none`` with the paired story bootstrap
-    (``deltas``) and the same on segments parsed in both arms
-    (``deltas_parsed_in_both``), each the vector (recall, precision, avoid_ok); and each
-    family's headline rate minus ``none`` with the same bootstrap (``family_deltas``).
-    """
-    chosen = config.selected()
-    scored = [r for r in rows if r.get("status") == "scored"
-              and (chosen is None or int(r["number"]) in chosen)]
-    conds = list(config.conditions)
-    arms = {c: _arm(scored, c) for c in conds}
-    pooled = {c: tb.pooled_rates(arms[c]).to_dict() for c in conds}
-    families = {c: {k: v.to_dict() for k, v in tb.family_rates(
-        arms[c], confidence=config.confidence).items()} for c in conds}
-    judge: dict[str, dict[str, int]] = {}
-    for c in conds:
-        total: Counter[str] = Counter()
-        for r in scored:
-            total.update(r["conditions"][c]["judge"])
-        judge[c] = dict(total)
-    deltas: dict[str, Any] = {}
-    parsed: dict[str, Any] = {}
-    family_deltas: dict[str, Any] = {}
-    if BASELINE in conds and scored:
-        base_fam = _family_counts(arms[BASELINE], config.confidence)
-        for c in conds:
-            if c == BASELINE:
-                continue
-            deltas[c] = _bootstrap(arms[c], arms[BASELINE], config)
-            family_deltas[c] = paired_story_bootstrap(
-                _family_counts(arms[c], config.confidence), base_fam,
-                n_resamples=config.n_resamples, seed=config.bootstrap_seed,
-                confidence=config.confidence, names=tb.FAMILIES).to_dict()
-            a, b = tb.parsed_in_both(arms[c], arms[BASELINE])
-            parsed[c] = _bootstrap(a, b, config)
-            if parsed[c] is not None:
-                parsed[c]["n_segments"] = len(a)
-    from vidmem.benchmarks.vmem_track_b.gap_summary import gap_bin_summary
-
-    return {
-        "conditions": conds, "baseline": BASELINE if BASELINE in conds else None,
-        "privileged": sorted(PRIVILEGED & set(conds)),
-        "n_stories_scored": len(scored), "stories": [r["story_id"] for r in scored],
-        "n_segments": sum(int(r["n_segments"]) for r in scored),
-        "pooled": pooled, "families": families, "judge": judge,
-        "deltas": deltas, "deltas_parsed_in_both": parsed, "family_deltas": family_deltas,
-        "gap_bins": gap_bin_summary(arms, config),
-        "not_selected": [r["story_id"] for r in rows
-                         if chosen is not None and int(r.get("number", -1)) not in chosen],
-    }

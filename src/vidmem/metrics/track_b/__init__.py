@@ -47,11 +47,18 @@ Modules:
 * :mod:`~vidmem.metrics.track_b.gap_bins` -- :func:`gap_bin_recall` and
   :func:`gap_bin_story_counts`: recall of required returns by absence gap (1-4, 5-29,
   >= 30 segments; gap 0 apart as ``just_seen``), its rules in :data:`GAP_BINS_PROTOCOL`.
+* :mod:`~vidmem.metrics.track_b.tally` -- :class:`Tallier` and :func:`tally_segments`:
+  all of the above from one pass over an arm (one count per entry signature, stored
+  entries validated once per signature), for aggregating many stored conditions;
+  :func:`stored_segment` builds one stored segment with every check.
+* :mod:`~vidmem.metrics.track_b.arm_tally` -- :class:`ArmTally`, the tally of one arm
+  and its queries (pooled, families, gap bins, per-story counts, parsed in both).
 * :mod:`~vidmem.metrics.track_b.protocol` -- :data:`PROTOCOL`.
 
 Every public name is importable from this package.
 """
 
+from vidmem.metrics.track_b.arm_tally import ArmTally
 from vidmem.metrics.track_b.families import family_rates, wilson_interval
 from vidmem.metrics.track_b.gap_bins import (
     BIN_ROWS,
@@ -67,6 +74,7 @@ from vidmem.metrics.track_b.pooled import parsed_in_both, pooled_rates, story_co
 from vidmem.metrics.track_b.protocol import PROTOCOL
 from vidmem.metrics.track_b.records import EntryVerdict, SegmentVerdict
 from vidmem.metrics.track_b.results import FamilyRate, PooledRates, Proportion, WilsonRate
+from vidmem.metrics.track_b.tally import Tallier, stored_segment, tally_segments
 from vidmem.metrics.track_b.vocabulary import (
     ABSTAIN,
     BOOTSTRAP_RATES,
@@ -98,12 +106,14 @@ __all__ = [
     "PROTOCOL",
     "RECALL_KINDS",
     "ROLES",
+    "ArmTally",
     "EntryVerdict",
     "FamilyRate",
     "GapBinRecall",
     "PooledRates",
     "Proportion",
     "SegmentVerdict",
+    "Tallier",
     "WilsonRate",
     "absence_bin",
     "family_rates",
@@ -112,5 +122,7 @@ __all__ = [
     "parsed_in_both",
     "pooled_rates",
     "story_counts",
+    "stored_segment",
+    "tally_segments",
     "wilson_interval",
 ]

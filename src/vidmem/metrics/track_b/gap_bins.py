@@ -112,6 +112,20 @@ def _binned(e: EntryVerdict) -> str | None:
     return absence_bin(e.gap)
 
 
+def _gap_entry(e: EntryVerdict, c: Counter[str]) -> None:
+    """Add one entry's bin counts (its bin, and its kind's bin) to ``c``."""
+    b = _binned(e)
+    if b is None:
+        return
+    for key in (b, f"{e.kind}.{b}"):
+        c[f"{key}.tot"] += 1
+        c[f"{key}.hit"] += e.is_present
+
+
+#: the rows of :func:`gap_bin_story_counts` as (numerator, denominator) counter names
+GAP_STORY_COUNT_KEYS = tuple((f"{b}.hit", f"{b}.tot") for b in BIN_ROWS)
+
+
 @dataclass(frozen=True)
 class GapBinRecall:
     """Recall per absence-gap bin of one condition (see :func:`gap_bin_recall`).
@@ -170,12 +184,12 @@ def gap_bin_recall(segments: Iterable[SegmentVerdict], *,
     c: Counter[str] = Counter()
     for seg in _segments(segments, "gap_bin_recall(segments)"):
         for e in seg.entries:
-            b = _binned(e)
-            if b is None:
-                continue
-            for key in (b, f"{e.kind}.{b}"):
-                c[f"{key}.tot"] += 1
-                c[f"{key}.hit"] += e.is_present
+            _gap_entry(e, c)
+    return _gap_bins_from(c, confidence)
+
+
+def _gap_bins_from(c: Mapping[str, int], confidence: float) -> GapBinRecall:
+    """:class:`GapBinRecall` from the counts of :func:`_gap_entry`."""
     return GapBinRecall(
         bins={b: _rate(c, b, confidence) for b in GAP_BINS},
         just_seen=_rate(c, JUST_SEEN, confidence),

@@ -10,37 +10,55 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from vidmem.metrics.track_b.records import SegmentVerdict, _segments
+from vidmem.metrics.track_b.records import EntryVerdict, SegmentVerdict, _segments
 from vidmem.metrics.track_b.results import PooledRates, Proportion
 from vidmem.metrics.track_b.vocabulary import KINDS
+
+#: the rows of :func:`story_counts`: (numerator, denominator) counter names per rate
+STORY_COUNT_KEYS = (("recall.hit", "recall.tot"), ("prec.hit", "prec.tot"),
+                    ("avoid.ok", "avoid.tot"))
+
+
+def _headline_entry(e: EntryVerdict, c: Counter[str]) -> None:
+    """Add one entry's Recall / Precision / Avoid-OK / noise counts to ``c``.
+
+    Per entry, with no look at the rest of its segment, so a tally can count an entry
+    signature once (:mod:`~vidmem.metrics.track_b.tally`).
+    """
+    hit = e.is_present
+    c["roster"] += 1
+    c["abstain"] += e.is_abstain
+    if e.role == "required":
+        c["recall.tot"] += 1
+        c["recall.hit"] += hit
+        c[f"recall.{e.kind}.tot"] += 1
+        c[f"recall.{e.kind}.hit"] += hit
+    elif e.role == "location":
+        c["recall.location.tot"] += 1
+        c["recall.location.hit"] += hit
+    elif e.role == "forbidden":
+        c["avoid.tot"] += 1
+        c["avoid.ok"] += not hit
+    elif e.role == "decoy":
+        c["decoy.tot"] += 1
+        c["decoy.fp"] += hit
+    if hit and e.kind != "location" and e.role in ("required", "forbidden",
+                                                     "false_friend_target"):
+        c["prec.tot"] += 1
+        c["prec.hit"] += e.role == "required"
+
+
+def _headline_segment(parsed: bool, c: Counter[str]) -> None:
+    """Add one segment's own counts (segments, unparsable) to ``c``; not its entries'."""
+    c["segments"] += 1
+    c["unparsable"] += not parsed
 
 
 def _headline_counts(seg: SegmentVerdict, c: Counter[str]) -> None:
     """Add one segment's Recall / Precision / Avoid-OK / noise counts to ``c``."""
-    c["segments"] += 1
-    c["unparsable"] += not seg.parsed
+    _headline_segment(seg.parsed, c)
     for e in seg.entries:
-        hit = e.is_present
-        c["roster"] += 1
-        c["abstain"] += e.is_abstain
-        if e.role == "required":
-            c["recall.tot"] += 1
-            c["recall.hit"] += hit
-            c[f"recall.{e.kind}.tot"] += 1
-            c[f"recall.{e.kind}.hit"] += hit
-        elif e.role == "location":
-            c["recall.location.tot"] += 1
-            c["recall.location.hit"] += hit
-        elif e.role == "forbidden":
-            c["avoid.tot"] += 1
-            c["avoid.ok"] += not hit
-        elif e.role == "decoy":
-            c["decoy.tot"] += 1
-            c["decoy.fp"] += hit
-        if hit and e.kind != "location" and e.role in ("required", "forbidden",
-                                                         "false_friend_target"):
-            c["prec.tot"] += 1
-            c["prec.hit"] += e.role == "required"
+        _headline_entry(e, c)
 
 
 def _p(c: Mapping[str, int], num: str, den: str) -> Proportion:
@@ -86,6 +104,11 @@ def pooled_rates(segments: Iterable[SegmentVerdict]) -> PooledRates:
     c: Counter[str] = Counter()
     for seg in _segments(segments, "pooled_rates(segments)"):
         _headline_counts(seg, c)
+    return _pooled_from(c)
+
+
+def _pooled_from(c: Mapping[str, int]) -> PooledRates:
+    """:class:`PooledRates` from the counts of :func:`_headline_counts`."""
     recall = _p(c, "recall.hit", "recall.tot")
     precision = _p(c, "prec.hit", "prec.tot")
     return PooledRates(
@@ -120,8 +143,8 @@ def story_counts(segments: Iterable[SegmentVerdict]) -> dict[str, np.ndarray]:
     per: dict[str, Counter[str]] = {}
     for seg in _segments(segments, "story_counts(segments)"):
         _headline_counts(seg, per.setdefault(seg.story_id, Counter()))
-    keys = (("recall.hit", "recall.tot"), ("prec.hit", "prec.tot"), ("avoid.ok", "avoid.tot"))
-    return {sid: np.array([[c.get(n, 0), c.get(d, 0)] for n, d in keys], dtype=np.int64)
+    return {sid: np.array([[c.get(n, 0), c.get(d, 0)] for n, d in STORY_COUNT_KEYS],
+                          dtype=np.int64)
             for sid, c in per.items()}
 
 

@@ -130,8 +130,9 @@ PROTOCOL: dict[str, dict[str, str]] = {
     },
     "wilson": {
         "rule": "every family rate carries a Wilson score interval at the given confidence "
-                "(default 95%), scipy.stats.binomtest(k, n).proportion_ci(method='wilson'); "
-                "None when n = 0",
+                "(default 95%), the bounds of scipy.stats.binomtest(k, n).proportion_ci("
+                "method='wilson') computed as scipy does, operation for operation (checked "
+                "bit for bit), without the test's exact p-value; None when n = 0",
         "reason": "family opportunities are few; scipy uses the exact normal quantile "
                   "(1.95996...) where the reference writes 1.96 (bounds differ in the 5th "
                   "decimal) and the reference applies Wilson to the avoidance families only",
