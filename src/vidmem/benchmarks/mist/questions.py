@@ -29,6 +29,8 @@ mean). Every rule is in :data:`PROTOCOL`.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -105,8 +107,9 @@ class GateAnswer(BaseModel):
     reason: str
 
 
+@functools.cache
 def gate_prompt() -> PromptTemplate:
-    """The ``mist/gates`` prompt file."""
+    """The ``mist/gates`` prompt file (read once per process)."""
     return load_prompt(PACKAGE, PROMPT_NAME)
 
 
@@ -160,6 +163,11 @@ def gate_payload(card: Card, gate: str) -> dict[str, Any]:
     return out
 
 
+#: rendered questions by their text values: every clip of a case asks the same twelve
+#: texts (Jinja compiles a template on each render, which dominated small runs)
+_RENDERED: dict[str, JudgeRequest] = {}
+
+
 def _request(prompt: PromptTemplate, card: Card, gate: str, item_id: str,
              images: Sequence[np.ndarray], position: float | None = None) -> JudgeRequest:
     payload = gate_payload(card, gate)
@@ -167,10 +175,14 @@ def _request(prompt: PromptTemplate, card: Card, gate: str, item_id: str,
               "objects": payload["objects"], "n_frames": len(images),
               "position": position if position is not None else 0.0,
               "target": payload.get("target", {"text": "", "contents": []})}
-    req = prompt.request(item_id, images, **values)
+    key = json.dumps([prompt.sha256, values], sort_keys=True, default=str)
+    if key not in _RENDERED:
+        if len(_RENDERED) > 4096:
+            _RENDERED.clear()
+        _RENDERED[key] = prompt.request("", (), **values)
     if position is not None:
         payload["position"] = position
-    return replace(req, payload=payload,
+    return replace(_RENDERED[key], item_id=item_id, images=tuple(images), payload=payload,
                    key_types={"answer": "string", "reason": "string"})
 
 
