@@ -218,6 +218,7 @@ class ArmBuilder:
         memo, learn = self._t._stored, self._t._learn_stored
         eids: list[str] = []
         sigs: list[_Signature] = []
+        false_friends = False
         for e in entries:  # the hot loop: one signature look-up per entry
             if type(e) is not dict or not e:
                 return self.add_verdict(stored_segment(story_id, segment_id, parsed, entries))
@@ -236,10 +237,12 @@ class ArmBuilder:
                 return self.add_verdict(stored_segment(story_id, segment_id, parsed, entries))
             eids.append(eid)
             sigs.append(sig)
+            if sig.false_friend_intro:
+                false_friends = True
         if len(set(eids)) != len(eids) or (not parsed and not all(s.abstain for s in sigs)):
             return self.add_verdict(stored_segment(story_id, segment_id, parsed, entries))
         conf: Counter[str] | None = None
-        if any(s.false_friend_intro for s in sigs):
+        if false_friends:
             by_eid = dict(zip(eids, sigs, strict=True))
             conf = Counter()
             for s in sigs:
