@@ -167,3 +167,20 @@ def test_m3_arm_try_zero_is_asked_once(cards, tmp_path):
     # first = the first rewrite (try 1); running best over its candidates, original first
     assert s["first"]["labels"]["correct"] == 1
     assert s["running_best"]["reveal"][:2] == [0.5, 1.0] and len(s["running_best"]["reveal"]) == 5
+
+
+def test_vidmem_score_names_a_missing_clip(cards, tmp_path, capsys):
+    from vidmem.cli import main
+
+    root, rows = cards
+    case = rows[0]["case_id"]
+    rollouts = tmp_path / "rollouts"
+    _layout(rollouts, case)
+    (rollouts / case / "open_and_hold" / "try_1.mp4").unlink()
+    with pytest.raises(SystemExit) as exc:
+        main(["score", "mist", "--root", str(root), "--rollouts", str(rollouts), "--out",
+              str(tmp_path / "run"), "--arms", "baseline,open_and_hold", "--k", "2",
+              "--allow-missing", "--judge-cache", "off"])
+    assert exc.value.code != 0
+    err = capsys.readouterr().err
+    assert f"case {case}, arm open_and_hold: try_1.mp4 missing" in err
