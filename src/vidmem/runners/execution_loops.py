@@ -1,7 +1,8 @@
 """The two ways :func:`~vidmem.runners.execute.execute` computes its items.
 
 :func:`run_inline` calls ``fn`` item by item in this process; :func:`run_pool`
-hands the items to a ``spawn`` process pool and restarts the pool when a worker dies.
+hands the items to a ``spawn`` process pool (each worker capped at its share of the CPUs,
+see :mod:`vidmem.runners.worker_threads`) and restarts the pool when a worker dies.
 Either way the workers only compute: every outcome goes back to the parent, which
 records it through the recorder of :mod:`vidmem.runners.execution_records`.
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 from vidmem.errors import VidmemError
 from vidmem.runners.execution_records import Recorder, WorkItem
+from vidmem.runners.worker_threads import share_of_cpus
 
 __all__: list[str] = []
 
@@ -32,8 +34,16 @@ _IN_FLIGHT_PER_WORKER = 4
 PARENT_POLL_SECONDS = 0.5
 
 
+def _init_worker(parent_pid: int, threads: int) -> None:
+    """Pool initializer: this worker's share of the CPUs, and its end with the driver."""
+    from vidmem.runners.worker_threads import limit_threads
+
+    limit_threads(threads)
+    _exit_with_parent(parent_pid)
+
+
 def _exit_with_parent(parent_pid: int) -> None:
-    """Pool initializer: end this worker when the driver dies, however it dies.
+    """End this worker when the driver dies, however it dies.
 
     A killed driver (SIGKILL) cannot shut its pool down, and spawn workers would live on
     under init holding their models (and GPU memory). On Linux the kernel sends SIGTERM
@@ -128,8 +138,8 @@ def run_pool(
     cap = workers * _IN_FLIGHT_PER_WORKER
     restarts = 0
     while True:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                   initializer=_exit_with_parent, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                                   initargs=(os.getpid(), share_of_cpus(workers)))
         in_flight: dict[Future[Any], Any] = {}
         broken: list[Any] = []
         try:

@@ -52,10 +52,11 @@ PROTOCOL: dict[str, dict[str, str]] = {
         "rule": f"a worker lost with its process or node is restarted up to "
         f"{MAX_ACTOR_RESTARTS} times and its batch re-run up to {MAX_TASK_RETRIES} times "
         "(Ray max_restarts / max_task_retries); a batch that still fails is split into "
-        "single items, each with the same retries; an item that still fails is stored as "
-        "an error for that item only and is retried by --resume",
+        "single items, each run alone on its worker with the same retries; an item that "
+        "still fails is stored as an error for that item only and is retried by --resume",
         "reason": "a lost node must not lose the run, and one item that crashes its worker "
-        "every time must not take its batch-mates down with it",
+        "every time must not take its batch-mates, or the calls queued beside it, down "
+        "with it",
         "source": "issue 17 (a lost worker's task is retried, bounded)",
     },
     "files": {

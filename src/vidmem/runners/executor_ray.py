@@ -6,16 +6,20 @@ Rules (reasons in :data:`vidmem.runners.execution_spec.PROTOCOL`):
   :mod:`vidmem.runners.benchmark_run`, the generators of :mod:`vidmem.runners.generation`)
   live in the actor's process, so a backend is loaded once per actor and reused across
   every batch it computes;
+- an actor reserves 1 CPU (and ``gpus_per_worker`` GPUs) and caps its native threads
+  at 1 (:mod:`vidmem.runners.worker_threads`);
 - items go in batches (two calls queued per actor, so it never waits for the driver);
   each item runs through the same ``_call`` as the local loops, so an exception in
   ``fn`` is that item's error text, word for word the local one;
 - before any item, every actor proves it sees the run directory (a token file the
   driver wrote) and the ``shared`` folders; otherwise the run stops naming the node;
 - a dead actor is restarted by Ray and its batch re-run (``max_restarts`` /
-  ``max_task_retries``); a batch that still fails is split into single items, and the
-  actor is replaced by a fresh one (its in-flight calls finish first); a single item
-  that still fails is stored as an error for that item; after too many failures in a
-  row with no success between them the run stops (:class:`~vidmem.errors.VidmemError`);
+  ``max_task_retries``); a batch that still fails makes its items suspects, and the
+  actor is replaced by a fresh one (its in-flight calls finish first); each suspect
+  then runs alone on an idle actor, nothing queued beside it (a crash takes every call
+  queued on its actor down), and one that still fails is stored as an error for that
+  item only; after too many failures in a row with no success between them the run
+  stops (:class:`~vidmem.errors.VidmemError`);
 - only the driver records results, through the same recorder as the local loops.
 """
 
@@ -43,7 +47,10 @@ QUEUED_PER_ACTOR = 2
 class ItemWorker:
     """The actor's class: holds ``fn`` (and, through its module caches, the backends)."""
 
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
+    def __init__(self, fn: Callable[[Any], Any], threads: int = 1) -> None:
+        from vidmem.runners.worker_threads import limit_threads
+
+        limit_threads(threads)  # the actor reserved one CPU
         self.fn = fn
 
     def check(self, probe: str | None, token: str | None,
@@ -65,22 +72,36 @@ class _Pool:
     live: list[Any] = field(default_factory=list)
     retiring: list[Any] = field(default_factory=list)
     load: dict[int, int] = field(default_factory=dict)  # id(actor) -> calls in flight
-    in_flight: dict[Any, tuple[Any, list[Any]]] = field(default_factory=dict)
+    #: ref -> (actor, batch, whether the batch is a suspect running alone on its actor)
+    in_flight: dict[Any, tuple[Any, list[Any], bool]] = field(default_factory=dict)
 
-    def submit(self, queue: deque[list[Any]]) -> None:
+    def _send(self, actor: Any, batch: list[Any], alone: bool) -> None:
+        self.in_flight[actor.run.remote(batch)] = (actor, batch, alone)
+        self.load[id(actor)] += 1
+
+    def submit(self, queue: deque[list[Any]], suspects: deque[Any]) -> None:
+        """Fill the actors; while items are suspected, each runs alone on an idle actor.
+
+        A crash takes every call queued on the actor down with it, so a suspect's own
+        failure is only its own when nothing else was on its actor; and nothing is
+        queued behind it either.
+        """
+        if suspects or any(alone for _, _, alone in self.in_flight.values()):
+            for actor in self.live:
+                if suspects and not self.load[id(actor)]:
+                    self._send(actor, [suspects.popleft()], alone=True)
+            return
         for actor in self.live:
             while queue and self.load[id(actor)] < QUEUED_PER_ACTOR:
-                batch = queue.popleft()
-                self.in_flight[actor.run.remote(batch)] = (actor, batch)
-                self.load[id(actor)] += 1
+                self._send(actor, queue.popleft(), alone=False)
 
-    def finished(self, ref: Any) -> tuple[Any, list[Any]]:
-        actor, batch = self.in_flight.pop(ref)
+    def finished(self, ref: Any) -> tuple[Any, list[Any], bool]:
+        actor, batch, alone = self.in_flight.pop(ref)
         self.load[id(actor)] -= 1
         if actor in self.retiring and not self.load[id(actor)]:
             self.retiring.remove(actor)
             self.ray.kill(actor, no_restart=True)
-        return actor, batch
+        return actor, batch, alone
 
     def replace(self, actor: Any) -> None:
         """Stop giving ``actor`` work and put a fresh one in its place."""
@@ -147,8 +168,9 @@ def _start(ray: Any, pool: _Pool, spec: ExecutorSpec, n: int, probe_dir: Path | 
 def _ray_failure(exc: BaseException, tries: int) -> str:
     first = str(exc).splitlines()[0] if str(exc) else ""
     return (f"{type(exc).__name__}: the Ray worker computing this item died {tries} times "
-            f"(1 try + {es.MAX_TASK_RETRIES} retries; process or node lost, e.g. out of "
-            f"memory or a segfault): {first}; it is retried on the next run")
+            f"with this item alone on it (1 try + {es.MAX_TASK_RETRIES} retries, after its "
+            f"batch failed; process or node lost, e.g. out of memory or a segfault): "
+            f"{first}; it is retried on the next run")
 
 
 def run_ray(todo: list[Any], fn: Callable[[Any], Any], spec: ExecutorSpec, rec: Recorder,
@@ -187,23 +209,24 @@ def run_ray(todo: list[Any], fn: Callable[[Any], Any], spec: ExecutorSpec, rec: 
 
     size = spec.batch_size or es.auto_batch_size(len(todo), spec.workers)
     queue = _batches(todo, size)
+    suspects: deque[Any] = deque()  # items of failed batches, to run alone
     pool = _Pool(ray, make)
     max_in_a_row = es.MAX_ACTOR_RESTARTS + spec.workers
     in_a_row = 0
     try:
         _start(ray, pool, spec, min(spec.workers, len(queue)), probe_dir)
-        pool.submit(queue)
+        pool.submit(queue, suspects)
         while pool.in_flight:
             ready, _ = ray.wait(list(pool.in_flight), num_returns=1)
-            actor, batch = pool.finished(ready[0])
+            actor, batch, alone = pool.finished(ready[0])
             try:
                 outcomes = ray.get(ready[0])
             except RayError as exc:
                 in_a_row += 1
                 if isinstance(exc, RayActorError):
                     pool.replace(actor)
-                if len(batch) > 1:  # find the culprit: its batch-mates go on alone
-                    queue.extendleft([item] for item in reversed(batch))
+                if not alone:  # the culprit is in it, or on the same actor: each goes alone
+                    suspects.extend(batch)
                 else:
                     text = (_ray_failure(exc, es.MAX_TASK_RETRIES + 1)
                             if isinstance(exc, RayActorError)
@@ -214,7 +237,8 @@ def run_ray(todo: list[Any], fn: Callable[[Any], Any], spec: ExecutorSpec, rec: 
                     names = ", ".join(repr(it.item_id) for it in batch[:5])
                     raise VidmemError(
                         f"execute (ray): {in_a_row} worker calls failed in a row (last: "
-                        f"{names}: {type(exc).__name__}); {len(queue)} batches were not run",
+                        f"{names}: {type(exc).__name__}); {len(queue)} batches and "
+                        f"{len(suspects)} single items were not run",
                         hint="run `vidmem doctor --executor ray`, or rerun with --executor "
                         "local --workers 1 to see the failure in-process; finished items "
                         "are saved, rerun with --resume") from None
@@ -223,7 +247,7 @@ def run_ray(todo: list[Any], fn: Callable[[Any], Any], spec: ExecutorSpec, rec: 
                 for item, (ok, payload) in zip(batch, outcomes, strict=True):
                     rec.record(item, ok, payload)
                     tick()
-            pool.submit(queue)
+            pool.submit(queue, suspects)
     finally:
         pool.close()
 
