@@ -128,6 +128,8 @@ def test_console_script_exit_code():
     assert "unknown benchmark" in res.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # every benchmark's demo part: ~3 min alone, longer on a busy box
 def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
     out = tmp_path / "demo"
     code, stdout, err = run_cli(capsys, "demo", "--out", str(out), "--json")
@@ -144,6 +146,12 @@ def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
     ml = result["memory_loop"]
     assert ml["perfect_fidelity_higher"] is True
     assert ml["by_memory"]["perfect"]["fidelity"]["mean"] > ml["by_memory"]["decay:15"]["fidelity"]["mean"] + 0.1
+    tb = result["vmem_track_b"]["checks"]
+    assert tb["retrieval_raises_recall"]["passed"] and tb["leaky_lowers_avoid_ok"]["passed"]
+    mist = result["mist"]
+    assert mist["truth_rises"] and mist["judge_rises"] and mist["setup_flat"]
+    assert result["vmem_track_a"]["text_aware_beat_random"]
+    assert result["benchmarks_not_implemented"] == []
     assert (out / "run.json").is_file() and (out / "items.sqlite").is_file()
     html = (out / "report" / "report.html").read_text()
     assert "data:image/png;base64," in html
