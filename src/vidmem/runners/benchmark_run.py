@@ -346,6 +346,11 @@ def run_benchmark(
     run = open_run(bench, ds, out, config, extra, resume=resume, overwrite=overwrite,
                    argv=sys.argv if argv is None else argv)
     if gen:
+        # The scorer's models (a judge's weights, a deck) load first: a bad option is one
+        # clear error now, not after every rollout was generated (or per rollout, for a
+        # benchmark whose generation asks the judge, like MIST's M3-Agent arms).
+        _backends(bench, _config_json(config),
+                  None if judge_cache is None else str(Path(judge_cache).expanduser().resolve()))
         g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet,
                      config=config, executor=executor, **requests)
         videos = g["dir"]

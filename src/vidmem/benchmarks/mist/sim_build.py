@@ -4,6 +4,8 @@ Layout written under ``ROOT``::
 
     cases.jsonl               one card per line (key-sorted JSON)
     _truth/<case_id>.json     the sim facts behind the card (assets, operation history)
+    _cards/                   the sim card deck: the weights of the offline judge
+                              (--backend-opt judge/sim-cards:weights=ROOT/_cards)
 
 A **card** is a hidden-state task: an actor puts objects into containers and closes
 them (setup), the view stays on the closed containers (gap), then the actor opens one
@@ -54,6 +56,7 @@ import numpy as np
 
 from vidmem.io.jsonl import write_jsonl
 from vidmem.sim.build import TRUTH_DIR, BuildSummary, check_n_cases
+from vidmem.sim.cards import write_card_deck
 from vidmem.sim.mist_grammar import ACTORS, BOX_COLOURS, NUMBERS, OBJECTS, container_pool
 
 __all__ = ["CLEAN_PROMPTS", "DEFAULT_N_CASES", "FAMILIES", "audit_card", "build_mist",
@@ -219,6 +222,10 @@ def audit_card(card: dict[str, Any]) -> dict[str, Any]:
             "answer_states_target": answer, "ok": not violations and answer}
 
 
+#: the card deck's folder under the root (the offline judge's weights)
+CARDS_DIR = "_cards"
+
+
 def build_mist(root: Path, *, seed: int = 0, n_cases: int | None = None) -> BuildSummary:
     """Write ``n_cases`` MIST cards under ``root`` (layout in the module docstring).
 
@@ -250,6 +257,8 @@ def build_mist(root: Path, *, seed: int = 0, n_cases: int | None = None) -> Buil
                                 encoding="utf-8")
         files.append(rel)
     write_jsonl(root / "cases.jsonl", rows)
+    deck = write_card_deck(root / CARDS_DIR)  # the offline judge's weights (as Track-A/B)
+    files += sorted(str(p.relative_to(root)) for p in deck.rglob("*") if p.is_file())
     families = {f: sum(r["family"] == f for r in rows) for f in FAMILIES}
     return BuildSummary("mist", root, seed, n, len(rows), "cases.jsonl", tuple(sorted(files)),
                         0.0, {"families": families})

@@ -297,8 +297,9 @@ class SimCardJudge(ManyJudging, BackendBase):
         if weights is None:
             raise UserInputError(
                 f"{self.name}: needs the sim's card deck as weights=DIR; found none",
-                hint="write one with `from vidmem.sim.cards import write_card_deck; "
-                "write_card_deck(DIR)` and pass weights=DIR")
+                hint="`vidmem sim build BENCHMARK --out ROOT` writes one at ROOT/_cards: pass "
+                "--backend-opt judge/sim-cards:weights=ROOT/_cards (or write one with "
+                "vidmem.sim.cards.write_card_deck(DIR))")
         if not (isinstance(max_frames, int) and max_frames >= 1 and 0.0 < min_fraction <= 1.0):
             raise UserInputError(
                 f"{self.name}: need max_frames >= 1 and 0 < min_fraction <= 1; found "
