@@ -269,6 +269,10 @@ class Benchmark(ABC):
     #: result)``; ``None``: the benchmark's runs cannot be compared
     comparer: ClassVar[str | None] = None
     comparison_printer: ClassVar[str | None] = None
+    #: ``vidmem analyze``: post-scoring analyses, name -> module path; each module has
+    #: ``run(run, options) -> dict`` and ``report(report, data, run)``
+    #: (:mod:`vidmem.runners.analysis_run`)
+    analyses: ClassVar[Mapping[str, str]] = {}
     #: ``run_rollout(rollout, generator, ctx) -> summary dict``: how one rollout is run, for
     #: a benchmark whose rollout is more than one request (Track-B: a (story, condition)
     #: whose segments are generated in order, each from its own earlier clips). ``None``

@@ -194,6 +194,9 @@ app.add_typer(score_app, name="score")
 app.add_typer(requests_app, name="requests")
 app.add_typer(validate_app, name="validate")
 app.add_typer(stats_app, name="stats")
+analyze_app = typer.Typer(cls=BenchmarkGroup, no_args_is_help=True,
+                          help="Post-scoring analyses of a scored run (identity, attribution ...).")
+app.add_typer(analyze_app, name="analyze")
 
 
 @app.command()

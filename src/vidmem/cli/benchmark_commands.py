@@ -139,6 +139,10 @@ def make_command(verb: str, bench: Any) -> Any:
         return _requests_command(bench)
     if verb == "stats":
         return _stats_command(bench)
+    if verb == "analyze":
+        from vidmem.cli.analyze_commands import analyze_command
+
+        return analyze_command(bench)
     # a benchmark that generates nothing (Track-A scores real films) runs on given videos
     videos = verb == "score" or not bench.generates
 

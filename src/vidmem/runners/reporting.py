@@ -27,4 +27,8 @@ def render_run_report(run_dir: str | Path) -> dict[str, Path]:
 
     run = RunDir.open(run_dir)
     report = _builder(run.manifest.benchmark)(run)
+    if run.manifest.benchmark not in _SPECIAL:
+        from vidmem.runners.analysis_run import add_analysis_sections
+
+        add_analysis_sections(BENCHMARKS.load(run.manifest.benchmark), report, run)
     return render(report, run.report_dir)

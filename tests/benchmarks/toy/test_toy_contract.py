@@ -153,3 +153,34 @@ def test_an_edited_generated_video_is_generated_again_and_partials_are_removed(r
     rows = {json.loads(x)["id"]: json.loads(x)["score"] for x in (run_dir / "scores.jsonl").read_text().splitlines()}
     assert rows["red"] > 0.97  # painted red again, not the grey edit
     assert not partial.exists()
+
+
+def test_analyze_writes_the_result_renders_its_section_and_fails_loudly(root, tmp_path, capsys):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    for name, rgb in COLOURS.items():
+        shown = [128, 128, 128] if name == "red" else rgb  # red is the worst by far
+        write_video(videos / f"{name}.mp4", [np.full((32, 32, 3), shown, np.uint8)] * 4, 8)
+    run = tmp_path / "r"
+    code, _, err = _cli(capsys, "score", "toy", "--root", str(root), "--out", str(run),
+                        "--videos", str(videos), "--json")
+    assert code in (0, None), err
+    scores = {json.loads(x)["id"]: json.loads(x)["score"]
+              for x in (run / "scores.jsonl").read_text().splitlines()}
+    code, out, err = _cli(capsys, "analyze", "toy", str(run), "--json")
+    assert code in (0, None), err
+    mean = sum(scores.values()) / 3
+    assert json.loads(out)["worst"] == {"worst": "red", "score": scores["red"],
+                                        "below_mean": pytest.approx(mean - scores["red"])}
+    record = json.loads((run / "analyses" / "worst.json").read_text())
+    assert record["protocol"]["worst"]["rule"].startswith("lowest")
+    assert "worst item (analysis)" in (run / "report" / "report.md").read_text()
+    # a later `vidmem report` keeps the section
+    assert _cli(capsys, "report", str(run))[0] in (0, None)
+    assert "worst item (analysis)" in (run / "report" / "report.md").read_text()
+
+    code, _, err = _cli(capsys, "analyze", "toy", str(run), "--only", "nope")
+    assert code == 2 and "no analysis 'nope'" in err
+    code, _, err = _cli(capsys, "analyze", "toy", str(run), "--opt", "fail=1")
+    assert code not in (0, None)
+    assert json.loads((run / "analyses" / "worst.json").read_text()) == record  # kept
