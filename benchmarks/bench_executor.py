@@ -5,10 +5,14 @@ every context with perfect memory (not timed), then scores the same continuation
 four times into fresh run directories -- local x1, local x2, ray x1, ray x2 -- with the
 offline scorer, and reports
 
-* seconds per executor and the 2-worker speedup of each (target >= 1.6x on 2 cores);
+* seconds per executor (median over the repeats, and each repeat) and the 2-worker
+  speedup of each (target >= 1.6x on 2 cores);
 * that ``scores.jsonl`` and ``summary.json`` are byte-identical across the four;
 * Ray's start-up: ``ray.init(num_cpus=2)`` of a local instance, and one actor's start
   (process + imports + the run-directory check);
+* the machine's own ceiling, measured beside them: a pure-Python loop run twice in one
+  process and once in each of two processes (on a machine shared with other jobs this
+  is well below 2, and no executor can beat it);
 * Ray's per-item overhead: the round trip of an empty one-item actor call, and the
   end-to-end difference (ray x1 - local x1) / items, which includes the actor's start
   and backend load.
@@ -44,6 +48,29 @@ from vidmem.runners.sim_build import build
 from vidmem.runners.worker_threads import limit_threads
 
 RUNS = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2))
+
+
+def _burn(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def machine_ceiling(n: int = 20_000_000) -> float:
+    """Speedup of two processes over one on pure-Python work, right now."""
+    import multiprocessing as mp
+
+    t0 = time.perf_counter()
+    _burn(n)
+    _burn(n)
+    one = time.perf_counter() - t0
+    with mp.get_context("spawn").Pool(2) as pool:
+        pool.map(_burn, [1, 1])  # started before the clock
+        t0 = time.perf_counter()
+        pool.map(_burn, [n, n], chunksize=1)
+        two = time.perf_counter() - t0
+    return one / two
 
 
 def _noop(item):
@@ -111,7 +138,9 @@ def main() -> None:
     overheads = ray_overheads(ray, 200)
 
     seconds: dict[str, list[float]] = {}
+    ceilings = []
     for rep in range(args.repeats):
+        ceilings.append(machine_ceiling())
         for kind, workers in RUNS:
             name = f"{kind}_x{workers}"
             seconds.setdefault(name, []).append(timed(name, kind, workers, rep))
@@ -120,9 +149,11 @@ def main() -> None:
     result = {
         "tasks": n_items, "repeats": args.repeats,
         "seconds": {k: round(v, 2) for k, v in med.items()},
+        "seconds_per_repeat": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
         "local_x1_all_threads_seconds": round(all_threads, 2),
         "speedup_2_vs_1": {"local": round(med["local_x1"] / med["local_x2"], 2),
                            "ray": round(med["ray_x1"] / med["ray_x2"], 2)},
+        "machine_ceiling_2_vs_1": [round(c, 2) for c in ceilings],
         "byte_identical": len(set(outputs.values())) == 1,
         "ray_init_seconds": round(ray_init, 2),
         **overheads,

@@ -241,3 +241,34 @@ def test_a_worker_that_cannot_see_the_run_files_stops_the_run_naming_the_fix(clu
     with run.items() as store, pytest.raises(UserInputError, match="same path on every node"):
         execute(store, _items(2), helpers.crash_once_fn, quiet=True, executor=spec)
     assert not list((tmp_path / "run").glob(".vidmem-ray-probe-*"))  # the token is cleaned up
+
+
+def test_a_worker_the_cluster_has_no_room_for_is_refused_at_once(cluster, tmp_path):
+    run = RunDir.create(tmp_path / "run", _manifest(1))
+    spec = ExecutorSpec(kind="ray", workers=1, gpus_per_worker=0.5)  # the instance has no GPU
+    with run.items() as store, pytest.raises(UserInputError, match="0 GPU in all"):
+        execute(store, _items(1), helpers.crash_once_fn, quiet=True, executor=spec)
+    spec = ExecutorSpec(kind="ray", workers=3)  # two CPUs
+    with run.items() as store, pytest.raises(UserInputError, match="lower --workers to 2"):
+        execute(store, _items(3), helpers.crash_once_fn, quiet=True, executor=spec)
+
+
+def test_executor_flags_are_checked_before_anything_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["score", "cmbench", "--root", str(tmp_path), "--continuations", str(tmp_path),
+              "--out", str(tmp_path / "run"), "--gpus-per-worker", "0.5"])
+    assert exc.value.code == 2
+    assert "needs --executor ray" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_doctor_reports_the_cluster_and_each_nodes_backends(cluster):
+    from vidmem.runners.doctor import diagnose
+
+    report = diagnose(executor="ray")["ray"]
+    assert report["ray_version"] == ray.__version__ and report["cpus"] == 2
+    (node,) = report["nodes"]
+    assert node["alive"] and node["cpus"] == 2 and node["vidmem_version"]
+    names = {b["name"]: b for b in node["backends"]}
+    assert names["classic/sift"]["importable"] and names["classic/sift"]["weights"] == \
+        "none needed"

@@ -10,8 +10,10 @@ Rules:
   this process;
 - a job vidmem starts gets the driver's forwarded variables
   (:func:`~vidmem.runners.execution_spec.forwarded_env`) as its runtime environment;
-- the cluster must have room for one worker (1 CPU and ``gpus_per_worker`` GPUs) before
-  any actor is made: an impossible request is an error now, not a run that waits forever.
+- the cluster must have room for every worker (1 CPU and ``gpus_per_worker`` GPUs each,
+  counted over all nodes) before any actor is made: an impossible request is an error
+  now, not a run that waits forever (an actor that still cannot be placed, e.g. GPUs
+  split over nodes, times out after ``START_TIMEOUT_SECONDS``).
 """
 
 from __future__ import annotations
@@ -65,19 +67,24 @@ def connect(spec: ExecutorSpec) -> Any:
 
 
 def require_room(ray: Any, spec: ExecutorSpec) -> dict[str, float]:
-    """The cluster's CPUs and GPUs, after checking one worker fits on it.
+    """The cluster's CPUs and GPUs, after checking that ``spec.workers`` workers fit on it.
 
     Raises:
-        UserInputError: no node has 1 CPU and ``spec.gpus_per_worker`` GPUs free in total.
+        UserInputError: the cluster has fewer than ``workers`` CPUs, or fewer than
+            ``workers x gpus_per_worker`` GPUs, in all (the run would wait forever).
     """
     total = ray.cluster_resources()
     cpus, gpus = float(total.get("CPU", 0.0)), float(total.get("GPU", 0.0))
-    if cpus < 1 or gpus < spec.gpus_per_worker:
+    need_gpus = spec.workers * spec.gpus_per_worker
+    if cpus < spec.workers or gpus < need_gpus:
+        fits = int(min(cpus, gpus / spec.gpus_per_worker if spec.gpus_per_worker else cpus))
         raise UserInputError(
-            f"--executor ray: one worker needs 1 CPU and {spec.gpus_per_worker:g} GPU, the "
-            f"cluster has {cpus:g} CPU and {gpus:g} GPU in all",
-            hint="lower --gpus-per-worker (0 runs on CPU), or add a node with GPUs "
-            "(`ray start --address HEAD:6379 --num-gpus N`)")
+            f"--executor ray: --workers {spec.workers} need {spec.workers} CPU and "
+            f"{need_gpus:g} GPU (1 CPU and {spec.gpus_per_worker:g} GPU each), the cluster "
+            f"has {cpus:g} CPU and {gpus:g} GPU in all",
+            hint=(f"lower --workers to {fits}, " if fits >= 1 else "")
+            + "lower --gpus-per-worker (0 runs on CPU), or add nodes (`ray start --address "
+            "HEAD:6379 --num-gpus N`)")
     return {"CPU": cpus, "GPU": gpus}
 
 
