@@ -65,6 +65,10 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     backends.add("sam/vit-base", "vidmem.models.backends.sam:SamVitBase", "SAM ViT-B box-prompted segmenter (alternative to SAM 2)", role="segmenter", extra="models", checkpoint="facebook/sam-vit-base", params="94M", vram="~2 GB")
     backends.add("sam/vit-large", "vidmem.models.backends.sam:SamVitLarge", "SAM ViT-L box-prompted segmenter", role="segmenter", extra="models", checkpoint="facebook/sam-vit-large", params="312M", vram="~3.5 GB")
     backends.add("sam/vit-huge", "vidmem.models.backends.sam:SamVitHuge", "SAM ViT-H box-prompted segmenter", role="segmenter", extra="models", checkpoint="facebook/sam-vit-huge", params="641M", vram="~6 GB")
+    # face identity (extra "faces": onnxruntime); the user supplies InsightFace's buffalo_l ONNX files.
+    backends.add("face/arcface-onnx", "vidmem.models.backends.face_arcface_onnx:ArcFaceOnnx", "ArcFace ONNX (InsightFace buffalo_l w600k_r50, user-supplied) on the largest face; SCRFD det_10g when the pack has it, else OpenCV's Haar cascade", extra="faces", role="face_embedder", checkpoint=None, params="43.6M", vram="~0.3 GB")
+    # place_embedder: every image_embedder above plays it on whole frames (vidmem.models.loading.ALSO_PLAYS),
+    # and so does any package.module:Class with embed_images (MegaLoc).
     backends.add("judge/openai", "vidmem.models.backends.judge_openai:OpenAIJudge", "VLM judge over any OpenAI-compatible chat server (vLLM, SGLang, OpenAI)", role="judge")
     backends.add("judge/transformers", "vidmem.models.backends.judge_qwen:QwenVLJudge", "local Qwen-VL judge with transformers (any Qwen2-VL / Qwen2.5-VL / Qwen3-VL weights dir; greedy)", extra="models", role="judge", checkpoint=None, params="7-9B", vram="~18-20 GB (bf16)")
     backends.add("judge/qwen2-vl-7b", "vidmem.models.backends.judge_qwen:Qwen2VL7BJudge", "local Qwen2-VL-7B-Instruct judge with transformers (greedy)", extra="models", role="judge", checkpoint="Qwen/Qwen2-VL-7B-Instruct", params="8.3B", vram="~18 GB (bf16)")
