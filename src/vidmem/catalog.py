@@ -30,6 +30,7 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
     backends.add("classic/grabcut", "vidmem.models.backends.classic_segment:GrabCutSegmenter", "offline proxy: GrabCut from a box prompt, box fallback", role="segmenter")
     backends.add("classic/box", "vidmem.models.backends.classic_segment:BoxSegmenter", "baseline: the box rectangle as the mask", role="segmenter")
     backends.add("classic/tfidf", "vidmem.models.backends.classic_text:TfidfTextEmbedder", "offline proxy: hashed char n-gram TF(-IDF) text vectors", role="text_embedder")
+    backends.add("classic/farneback", "vidmem.models.backends.classic_flow:FarnebackFlow", "offline proxy: OpenCV Farneback dense optical flow (the quality controls' stand-in for RAFT and AMT)", role="flow")
     # transformers embedders (extra "models"); weights are looked up offline, fetched with `vidmem models fetch`.
     # official=True marks a family a protocol card names (DINOv2, OWL-ViT, SAM 2); the cards name no
     # size, so the variant a run must use to be labelled official is the one in each benchmark's

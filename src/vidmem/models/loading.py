@@ -23,6 +23,7 @@ ROLE_METHODS = {
     "segmenter": "segment",
     "judge": "judge",
     "rewriter": "rewrite",
+    "flow": "__call__",
     "face_embedder": "embed_faces",
     "place_embedder": "embed_images",
 }
