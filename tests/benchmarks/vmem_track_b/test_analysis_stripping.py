@@ -115,6 +115,7 @@ def test_stripped_side_against_stored_verdicts_and_sim_truth(sim_run, analyses, 
         assert all(e["source"] != "prompt" for e in side["entities"])
         drawn = {e["name"]: e["asset"] for e in side["entities"]}
         for eid in t.eids:  # the card judge sees what the sim drew
+            assert r["own_text"][eid] == (f"{story.entities[eid].name}\uff08" in t.prompt)
             shown = drawn.get(story.entities[eid].name) == gold_asset[eid]
             assert r["stripped_present"][eid] == shown, (r["segment"], eid)
             hits_text += r["with_text"][eid]
@@ -124,6 +125,8 @@ def test_stripped_side_against_stored_verdicts_and_sim_truth(sim_run, analyses, 
     lost = [(r["segment"], e) for r in res["segments"] for e in r["eids"]
             if r["with_text"][e] and not r["stripped_present"][e]]
     assert lost, res["segments"]
+    assert all(r["own_text"][e] for r in res["segments"] for e in r["eids"]
+               if (r["segment"], e) in lost)  # on the sim, only a character's own text helps
     assert res["n_entries"] == n
     assert res["presence_with_text"] == {"numerator": hits_text, "denominator": n,
                                          "value": pytest.approx(hits_text / n)}

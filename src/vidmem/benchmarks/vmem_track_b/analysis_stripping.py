@@ -212,7 +212,7 @@ def run(run: Any, options: Any) -> dict[str, Any]:
         stored = {it.item_id: store.get(it.key).score for it in items}
 
     rows, arm_text, arm_strip = [], {}, {}
-    for sid, (_story, targets, row) in stories.items():
+    for sid, (story, targets, row) in stories.items():
         wanted = wanted_by[sid]
         text_v = verdicts_from_json(sid, row["conditions"][BASELINE]["verdicts"])
         with_text = presence_counts(text_v, wanted, f"stored {BASELINE!r} verdicts of {sid}")
@@ -231,6 +231,8 @@ def run(run: Any, options: Any) -> dict[str, Any]:
             rows.append({"story_id": sid, "segment": name, "eids": list(t.eids),
                          "gaps": list(t.gaps), "had_text": t.had_text, "removed": list(t.removed),
                          "prompt": t.prompt, "stripped": t.stripped,
+                         "own_text": {e: _own_text(t.prompt, story.entities[e].name)
+                                      for e in t.eids},
                          "with_text": {e: with_text[(t.segment_id, e)] for e in t.eids},
                          "stripped_present": {e: without[(t.segment_id, e)] for e in t.eids},
                          "clip": clips.get(name, {}).get("clip")})
@@ -252,6 +254,16 @@ def run(run: Any, options: Any) -> dict[str, Any]:
                                 **boot.to_dict()["rates"]["presence"],
                                 "n_resamples": boot.n_resamples, "confidence": boot.confidence}
     return result
+
+
+def _own_text(prompt: str, name: str) -> bool:
+    """Whether an appearance span follows the character's own name in the prompt.
+
+    Example:
+        >>> _own_text("Bruno（A horse） waits", "Bruno"), _own_text("At X（a wall）, Bruno", "Bruno")
+        (True, False)
+    """
+    return any(prompt[:a].endswith(name) for a, _ in stripping.appearance_spans(prompt))
 
 
 def _rate(arm: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, Any]:
@@ -289,13 +301,15 @@ def report(rep: Any, data: Mapping[str, Any], run: Any) -> None:
         "generator": data["generator"]["name"],
     }))
     if data["segments"]:
-        sec.add(Table(["story", "segment", "characters (gap)", "text removed", "with text",
-                       "stripped"],
+        sec.add(Table(["story", "segment", "characters (gap)", "text removed",
+                       "own text removed", "with text", "stripped"],
                       [[r["story_id"], r["segment"],
                         ", ".join(f"{e} ({g})" for e, g in zip(r["eids"], r["gaps"], strict=True))
                         or "-",
                         "; ".join(r["removed"]) or "(none)",
+                        ", ".join(e for e, p in r["own_text"].items() if p) or "-",
                         ", ".join(e for e, p in r["with_text"].items() if p) or "-",
                         ", ".join(e for e, p in r["stripped_present"].items() if p) or "-"]
                        for r in data["segments"]],
-                      caption="present: the characters judged present"))
+                      caption="own text removed: characters whose own appearance followed their "
+                      "name; with text / stripped: the characters judged present"))
