@@ -28,14 +28,15 @@ def analyze_command(bench: Any) -> Any:
                 quiet: bool, as_json: bool) -> None:
         from vidmem.benchmarks.options import parse_backend_option
         from vidmem.generators.loading import parse_options
-        from vidmem.runners.analysis_run import AnalysisOptions, run_analyses
+        from vidmem.runners.analysis_run import AnalysisOptions, default_analyses, run_analyses
         from vidmem.runners.reporting import render_run_report
         from vidmem.runners.store import RunDir
 
         if not declared:
             raise UserInputError(f"benchmark {bench.name} declares no analyses",
                                  hint="see Benchmark.analyses in its folder")
-        names = declared if not only else [n.strip() for n in only.split(",") if n.strip()]
+        names = (default_analyses(bench) if not only
+                 else [n.strip() for n in only.split(",") if n.strip()])
         backend_options: dict[str, dict[str, Any]] = {}
         for spec in backend_opt or []:
             name, key, value = parse_backend_option(spec)
@@ -61,8 +62,8 @@ def analyze_command(bench: Any) -> Any:
         inspect.Parameter("run", inspect.Parameter.POSITIONAL_OR_KEYWORD,
                           annotation=_run_argument(), default=inspect.Parameter.empty),
         _param("only", str | None, None, "--only",
-               help="Comma-separated analyses to run (default: all: "
-               + (", ".join(declared) or "none") + ")."),
+               help="Comma-separated analyses to run (default: every one that generates "
+               "nothing; declared: " + (", ".join(declared) or "none") + ")."),
         _param("opt", list[str] | None, None, "--opt", help="key=value for the analyses."),
         _param("backend_opt", list[str] | None, None, "--backend-opt",
                help="NAME:key=value for a backend an analysis loads."),

@@ -10,7 +10,9 @@ module exposes
   analysis resumes;
 * ``report(report: Report, data: dict, run: RunDir) -> None`` -- adds its sections to
   the run's report;
-* optionally ``PROTOCOL`` (rules, as everywhere), copied into the result.
+* optionally ``PROTOCOL`` (rules, as everywhere), copied into the result, and
+  ``GENERATES = True`` for an analysis that generates clips: it runs only when named in
+  ``--only`` (:func:`default_analyses`).
 
 The result is written atomically to ``RUN/analyses/<name>.json`` (``vidmem`` version,
 time, options and protocol beside it), the run's report is rendered again with every
@@ -33,8 +35,8 @@ from typing import Any
 
 from vidmem.errors import UserInputError
 
-__all__ = ["ANALYSES_DIR", "AnalysisOptions", "analysis_module", "add_analysis_sections",
-           "read_analysis", "run_analyses"]
+__all__ = ["ANALYSES_DIR", "AnalysisOptions", "add_analysis_sections", "analysis_module",
+           "default_analyses", "read_analysis", "run_analyses"]
 
 #: the run directory's folder of analysis results
 ANALYSES_DIR = "analyses"
@@ -67,6 +69,13 @@ class AnalysisOptions:
                 "backend_options": {k: dict(v) for k, v in self.backend_options.items()},
                 "generator": self.generator, "generator_options": dict(self.generator_options),
                 "judge_cache": self.judge_cache, "workers": self.workers}
+
+
+def default_analyses(bench: Any) -> list[str]:
+    """What ``vidmem analyze`` runs without ``--only``: every declared analysis that does not
+    generate (generation is costly and needs a generator, so it is asked for by name)."""
+    return [n for n in (getattr(bench, "analyses", {}) or {})
+            if not getattr(analysis_module(bench, n), "GENERATES", False)]
 
 
 def analysis_module(bench: Any, name: str) -> ModuleType:

@@ -172,6 +172,7 @@ def test_analyze_writes_the_result_renders_its_section_and_fails_loudly(root, tm
     mean = sum(scores.values()) / 3
     assert json.loads(out)["worst"] == {"worst": "red", "score": scores["red"],
                                         "below_mean": pytest.approx(mean - scores["red"])}
+    assert not (run / "analyses" / "generating.json").exists()  # generates: only by name
     record = json.loads((run / "analyses" / "worst.json").read_text())
     assert record["protocol"]["worst"]["rule"].startswith("lowest")
     assert "worst item (analysis)" in (run / "report" / "report.md").read_text()
@@ -179,6 +180,9 @@ def test_analyze_writes_the_result_renders_its_section_and_fails_loudly(root, tm
     assert _cli(capsys, "report", str(run))[0] in (0, None)
     assert "worst item (analysis)" in (run / "report" / "report.md").read_text()
 
+    code, out, err = _cli(capsys, "analyze", "toy", str(run), "--only", "generating", "--json")
+    assert code in (0, None), err
+    assert json.loads(out) == {"generating": {"ran": True}}
     code, _, err = _cli(capsys, "analyze", "toy", str(run), "--only", "nope")
     assert code == 2 and "no analysis 'nope'" in err
     code, _, err = _cli(capsys, "analyze", "toy", str(run), "--opt", "fail=1")

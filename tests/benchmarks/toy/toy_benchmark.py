@@ -59,7 +59,7 @@ def _read(root: Path) -> tuple[list[dict[str, Any]], list[Problem]]:
 
 
 class Toy(Benchmark):
-    analyses = {"worst": "toy_analysis"}
+    analyses = {"worst": "toy_analysis", "generating": "toy_generating_analysis"}
     name = "toy"
     version = "1"
     title = "Toy"

@@ -31,12 +31,15 @@ from vidmem.benchmarks.vmem_track_b.config import BASELINE, ScorerConfig
 from vidmem.errors import UserInputError
 from vidmem.metrics.track_b.vocabulary import LONG_GAP
 
-__all__ = ["NAME", "PROTOCOL", "parse_segments", "presence_counts", "report", "run"]
+__all__ = ["GENERATES", "NAME", "PROTOCOL", "parse_segments", "presence_counts", "report", "run"]
 
 NAME = "stripping"
 _OPTS = ("segments", "min_gap")
 
 #: every rule of the analysis (the stripping rules themselves come from .stripping)
+#: it generates clips, so `vidmem analyze` runs it only when named in --only
+GENERATES = True
+
 PROTOCOL: dict[str, Any] = {
     **{f"strip_{k}": v for k, v in stripping.PROTOCOL.items()},
     "presence": {

@@ -94,6 +94,11 @@ class TrackB(Benchmark):
     sim_builder = "vidmem.benchmarks.vmem_track_b.sim_build:build_track_b"
     demo_module = "vidmem.benchmarks.vmem_track_b.demo"
     comparer = "vidmem.benchmarks.vmem_track_b.compare:compare_runs"
+    #: `vidmem analyze vmem_track_b RUN` (issue 15's analyses of a scored run)
+    analyses = {
+        "quality": "vidmem.benchmarks.vmem_track_b.analysis_quality",
+        "stripping": "vidmem.benchmarks.vmem_track_b.analysis_stripping",
+    }
     comparison_printer = "vidmem.benchmarks.vmem_track_b.compare:print_comparison"
 
     # ------------------------------------------------------------------ dataset
