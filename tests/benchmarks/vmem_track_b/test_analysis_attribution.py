@@ -62,7 +62,7 @@ def test_each_cause_follows_the_rules():
     units = {(u.segment_id, u.eid): u for u in
              rules.attribute_condition("s", "seg_uniform", VERDICTS, REFS)}
     assert units[(3, "A")].previous == 1 and units[(3, "C")].previous == 2
-    assert units[(3, "D")].shown_by == ("seg_001",)
+    assert units[(3, "D")].shown_by == ("seg_001",) and units[(3, "D")].shown_refs == (2,)
     assert units[(3, "F")].failure == "render" and units[(3, "A")].failure == "miss"
 
 

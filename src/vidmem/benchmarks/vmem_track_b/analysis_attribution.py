@@ -55,7 +55,7 @@ PROTOCOL: dict[str, dict[str, Any]] = {
                 "question); the run's judge; only segments with a failure are asked",
         "reason": "the judge layer reads references as Track-A's reference question does; "
                   "the same roster keeps roles hidden",
-        "source": "issue 15; vmem_track_a prompts/reference.toml"},
+        "source": "issue 15; the Track-A reference prompt (prompts/reference.toml there)"},
     "attribution_second_judge": {
         "rule": "--opt second_judge=NAME asks the segment question (same roster, frames, "
                 "hint) of every clip with a miss; present: true there = judge_disagreement",

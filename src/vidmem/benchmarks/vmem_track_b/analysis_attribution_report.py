@@ -2,19 +2,25 @@
 
 Rules: one section of shares (per failure kind, a row per condition, each cause's pooled
 share with its story-clustered interval and count), then per condition a table of every
-unit and, for the first ``frames`` units (the result's ``frames``), the reference PNGs
-handed over for the segment followed by the clip's middle frame (the drill-down's
-helpers). Nothing is judged here; clips are decoded only for middle frames.
+unit and, for the first ``frames`` units (the result's ``frames``) in the order of
+:data:`FRAME_ORDER` (the rarer, more telling causes first; then story and segment), the
+reference PNGs handed over for the segment followed by the clip's middle frame (the
+drill-down's helpers). Nothing is judged here; clips are decoded only for middle frames.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from vidmem.benchmarks.vmem_track_b import analysis_attribution_rules as rules
 
-__all__ = ["add_sections", "share_cell"]
+__all__ = ["FRAME_ORDER", "add_sections", "share_cell"]
+
+#: which units get frames first
+FRAME_ORDER = ("synthesis", "carried", "selection", "judge_disagreement", "not_carried",
+               "no_memory", "writing", "not_writing", "references_unknown", "introduction")
 
 _WORDS = {
     "judge_disagreement": "a second judge sees it", "introduction": "first appearance",
@@ -56,10 +62,8 @@ def _frames(run: Any, unit: Mapping[str, Any], items: Mapping[str, Any]) -> list
     refs = _rollout_refs(run, it, cond, n)
     out = []
     for i, r in enumerate((refs or {}).get(k + 1, []), start=1):
-        from pathlib import Path
-
         img = _image(Path(r["png"]))
-        shows = "shows it" if r["source"] in unit.get("shown_by", ()) else "does not show it"
+        shows = "shows it" if i in unit.get("shown_refs", ()) else "does not show it"
         out.append((_PLACEHOLDER if img is None else img, f"ref {i}: {r['source']} ({shows})"))
     if refs is None:
         out.append((_PLACEHOLDER, "references unknown"))
@@ -78,6 +82,9 @@ def add_sections(rep: Any, data: Mapping[str, Any], run: Any) -> None:
     text = (f"Each failure's cause, judged by {data.get('judge')} (references)"
             + (f" and {data['second_judge']} (second judge)" if data.get("second_judge") else "")
             + ". Cell: pooled share [story-clustered 95% interval] (units).")
+    if data.get("unjudged_references"):
+        text += (f" {data['unjudged_references']} reference image(s) got no usable answer and "
+                 "count as not showing anything.")
     if unknown:
         text += (" References unknown (writing vs other only) for: " + ", ".join(unknown) + ".")
     sec = rep.section("Failure attribution (analysis)", text)
@@ -103,11 +110,14 @@ def add_sections(rep: Any, data: Mapping[str, Any], run: Any) -> None:
             rows.append([u["story_id"], f"seg_{u['segment_id']:03d}", u["eid"],
                          ent.name if ent is not None else "?", u["failure"], u["cause"],
                          "" if u["previous"] is None else f"seg_{u['previous']:03d}",
-                         ", ".join(u["shown_by"])])
+                         ", ".join(f"ref {k} ({src})" for k, src in
+                                   zip(u.get("shown_refs", ()), u["shown_by"], strict=False))])
         if rows:
             sec.add(Table(["story", "segment", "entity", "name", "failure", "cause",
                            "previous appearance", "references showing it"], rows))
-        for u in mine[:limit]:
+        first = sorted(mine, key=lambda u: (FRAME_ORDER.index(u["cause"]), u["story_id"],
+                                            u["segment_id"], u["eid"]))
+        for u in first[:limit]:
             sec.add(ImageGrid(_frames(run, u, items), columns=4, thumb_size=256,
                               caption=f"{u['story_id']} seg_{u['segment_id']:03d} {u['eid']}: "
                               f"{u['failure']}, {u['cause']}"))

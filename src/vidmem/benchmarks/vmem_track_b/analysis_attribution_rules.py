@@ -107,6 +107,7 @@ class Unit:
         cause: one of :data:`MISS_CAUSES` / :data:`RENDER_CAUSES`.
         previous: segment id of the previous appearance (misses), else ``None``.
         shown_by: sources (``seg_MMM``) of the references that show the entity.
+        shown_refs: their 1-based positions among the segment's references.
     """
 
     story_id: str
@@ -118,9 +119,11 @@ class Unit:
     cause: str
     previous: int | None = None
     shown_by: tuple[str, ...] = ()
+    shown_refs: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "shown_by": list(self.shown_by)}
+        return {**asdict(self), "shown_by": list(self.shown_by),
+                "shown_refs": list(self.shown_refs)}
 
 
 def entry_right(e: tb.EntryVerdict) -> bool:
@@ -205,13 +208,14 @@ def attribute_condition(story_id: str, condition: str, segments: Sequence[tb.Seg
             render = e.role == "forbidden" and e.is_present
             if not (miss or render):
                 continue
-            shown_by = tuple(str(r.get("source")) for r in refs or ()
-                             if e.eid in (r.get("shows") or ()))
+            showing = [(k, str(r.get("source"))) for k, r in enumerate(refs or (), start=1)
+                       if e.eid in (r.get("shows") or ())]
+            shown = {"shown_by": tuple(src for _, src in showing),
+                     "shown_refs": tuple(k for k, _ in showing)}
             if render:
                 cause = ("references_unknown" if refs is None else
-                         "carried" if shown_by else "not_carried")
-                out.append(Unit(story_id, condition, n, e.eid, e.kind, "render", cause,
-                                shown_by=shown_by))
+                         "carried" if showing else "not_carried")
+                out.append(Unit(story_id, condition, n, e.eid, e.kind, "render", cause, **shown))
                 continue
             p = prev.get((n, e.eid))
             if second_sees is not None and second_sees.get((n, e.eid)) is True:
@@ -225,9 +229,9 @@ def attribute_condition(story_id: str, condition: str, segments: Sequence[tb.Seg
             elif condition == NO_MEMORY:
                 cause = "no_memory"
             else:
-                cause = "synthesis" if shown_by else "selection"
+                cause = "synthesis" if showing else "selection"
             out.append(Unit(story_id, condition, n, e.eid, e.kind, "miss", cause,
-                            previous=None if p is None else p.segment_id, shown_by=shown_by))
+                            previous=None if p is None else p.segment_id, **shown))
     return out
 
 
