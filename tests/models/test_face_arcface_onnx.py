@@ -157,6 +157,10 @@ def test_preprocessing_matches_a_hand_computation(pass_dir):
     white = emb.embed_crops([np.full((112, 112, 3), 255, np.uint8)])[0]
     np.testing.assert_allclose(white, np.full(white.shape, 1 / np.sqrt(white.size)), rtol=1e-5)
     assert "haar" in emb.info().settings["face_detector"]
+    # a stricter cascade setting is recorded and still finds the photo face
+    strict = ArcFaceOnnx(weights=str(pass_dir), min_neighbors=10)
+    assert strict.info().settings["min_neighbors"] == 10
+    assert strict.embed_faces([frame])[0][0] is not None
 
 
 def test_random_model_is_deterministic_and_matches_numpy(tmp_path):

@@ -38,7 +38,9 @@ import numpy as np
 from vidmem.errors import MissingDependencyError, UserInputError
 from vidmem.models.backends.base import BackendBase
 from vidmem.models.backends.classic_embed import check_rgb_image
+from vidmem.models.backends.face_scrfd import PROTOCOL as SCRFD_PROTOCOL
 from vidmem.models.backends.face_scrfd import Scrfd
+from vidmem.models.backends.haar_cascade import PROTOCOL as HAAR_PROTOCOL
 from vidmem.models.backends.haar_cascade import load_cascade
 from vidmem.models.protocols import BackendInfo, Box
 
@@ -52,6 +54,7 @@ HAAR_MARGIN = 1.2
 RECOGNITION_FILE = "w600k_r50.onnx"
 DETECTOR_FILE = "det_10g.onnx"
 
+#: every rule of the face path (detectors included), for a run.json protocol block.
 PROTOCOL = {
     "face_choice": {
         "rule": "embed only the largest detected face of a frame (box area; ties leftmost, topmost)",
@@ -69,6 +72,8 @@ PROTOCOL = {
         "reason": "what InsightFace feeds w600k_r50 (its graph has no Sub/Mul preprocessing)",
         "source": "insightface/model_zoo/arcface_onnx.py",
     },
+    **SCRFD_PROTOCOL,
+    **HAAR_PROTOCOL,
 }
 
 
@@ -161,6 +166,8 @@ class ArcFaceOnnx(BackendBase):
         input_mean, input_std: the network's input normalisation (127.5 / 127.5).
         det_threshold: SCRFD's score threshold (0.5).
         min_face: smallest Haar window side in pixels (24).
+        min_neighbors: Haar hits a face needs (3, OpenCV's default; raise it where
+            face-like textures give false faces larger than the real one).
     """
 
     name = "face/arcface-onnx"
@@ -168,7 +175,8 @@ class ArcFaceOnnx(BackendBase):
 
     def __init__(self, *, weights: Any = None, device: str = "cpu", dtype: str = "float32",
                  batch_size: int = 32, detector: str = "auto", input_mean: float = 127.5,
-                 input_std: float = 127.5, det_threshold: float = 0.5, min_face: int = 24) -> None:
+                 input_std: float = 127.5, det_threshold: float = 0.5, min_face: int = 24,
+                 min_neighbors: int = 3) -> None:
         rec, det = _locate(weights)
         if detector not in ("auto", "scrfd", "haar"):
             raise UserInputError(f"face/arcface-onnx: detector must be auto, scrfd or haar; found {detector!r}")
@@ -194,11 +202,13 @@ class ArcFaceOnnx(BackendBase):
                             threshold=det_threshold) if use_scrfd else None
         self._haar = None if use_scrfd else load_cascade()
         self.mean, self.std, self.min_face = float(input_mean), float(input_std), int(min_face)
+        self.min_neighbors = int(min_neighbors)
         self.face_detector = (f"scrfd ({DETECTOR_FILE})" if use_scrfd else
                               f"opencv haar cascade ({self._haar.source}, {self._haar.engine} engine)")
         self.settings.update({"recognition": rec.name, "face_detector": self.face_detector,
                               "input_mean": self.mean, "input_std": self.std,
                               "det_threshold": det_threshold, "min_face": self.min_face,
+                              "min_neighbors": self.min_neighbors,
                               "providers": self._rec.get_providers()})
 
     def info(self) -> BackendInfo:
@@ -218,7 +228,8 @@ class ArcFaceOnnx(BackendBase):
             area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
             i = int(np.lexsort((boxes[:, 1], boxes[:, 0], -area))[0])
             return tuple(float(v) for v in boxes[i]), (kps[i] if kps is not None else None)
-        found = self._haar.detect(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), min_size=self.min_face)
+        found = self._haar.detect(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), min_size=self.min_face,
+                                  min_neighbors=self.min_neighbors)
         return (found[0], None) if found else (None, None)
 
     def embed_faces(self, frames: Sequence[np.ndarray]) -> tuple[list[np.ndarray | None], list[Box | None]]:

@@ -50,7 +50,8 @@ PROTOCOL = {
         "source": "OpenCV cascadedetect.cpp (HaarEvaluator, groupRectangles)",
     },
     "haar_settings": {
-        "rule": "scale_factor 1.1, min_neighbors 3, min_size 24 px (OpenCV's defaults)",
+        "rule": "scale_factor 1.1, min_neighbors 3, min_size 24 px (OpenCV's defaults; "
+                "face/arcface-onnx takes min_neighbors and min_face as options)",
         "reason": "the card names the cascade, not its settings",
         "source": "cv2.CascadeClassifier.detectMultiScale defaults",
     },
