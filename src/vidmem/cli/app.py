@@ -19,6 +19,7 @@ from rich.table import Table
 from vidmem import __version__
 from vidmem.cli.agent_commands import agent_app
 from vidmem.cli.audit_commands import audit_app
+from vidmem.cli.calibrate_commands import calibrate
 from vidmem.cli.common import JsonOpt, QuietOpt, console, err_console, print_json
 from vidmem.cli.compare_commands import compare
 from vidmem.cli.groups import BenchmarkGroup
@@ -218,6 +219,7 @@ def report(
 app.command("judge-agreement")(judge_agreement)
 app.add_typer(audit_app, name="audit")
 app.command("compare")(compare)
+app.command("calibrate")(calibrate)
 
 
 # ------------------------------------------------------------------------------- sim

@@ -1,0 +1,281 @@
+"""``vidmem analyze vmem_track_b RUN --only identity``: is a returning entity the same one?
+
+The presence judge checks a returning entity against its description only; this
+analysis compares it with its own previous appearance in the same rollout:
+
+1. **Units** from the gold (:mod:`.identity_units`), each with its previous appearance.
+2. **Measure** (one stored item per story, :mod:`.analysis_identity_story`): find the
+   entity in both clips and embed the crops (:mod:`.analysis_identity_measure`); score
+   = highest cosine over frame pairs found on both sides; control pairs alongside.
+3. **Calibrate, then freeze**: a Youden cut per kind from the controls of every story
+   (:mod:`.analysis_identity_stats`), written to ``RUN/analyses/identity.calibration.json``
+   before a single unit is called (``vidmem calibrate vmem_track_b RUN`` shows it).
+4. **Score** every condition with the frozen cuts: mean similarity, detection rates,
+   same-entity rates per family, differences vs ``none`` (paired story bootstrap).
+5. **Pairwise VLM check** (only with ``--opt pair_judge=NAME``;
+   :mod:`.analysis_identity_judge`).
+
+Options (``--opt key=value``): ``detector`` (``sim-cards`` -- the default on a run
+scored by judge/sim-cards -- or a text detector), ``deck`` (the sim card deck; default
+the run's ``judge/sim-cards`` weights), ``crop_embedder`` / ``place_embedder`` (default
+``classic/hsv-lbp``), ``frames`` (8), ``threshold`` (0.25), ``locations`` (true),
+``face_embedder`` (none: faces are skipped, and the result says so), ``pair_judge``.
+Backend options: ``--backend-opt NAME:key=value``. Every rule is in :data:`PROTOCOL`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from vidmem.benchmarks.vmem_track_b import analysis_identity_measure as measure
+from vidmem.benchmarks.vmem_track_b import analysis_identity_stats as stats
+from vidmem.benchmarks.vmem_track_b import analysis_identity_story as story_mod
+from vidmem.benchmarks.vmem_track_b.identity_units import FAMILIES
+from vidmem.benchmarks.vmem_track_b.identity_units import PROTOCOL as UNITS_PROTOCOL
+from vidmem.errors import UserInputError
+from vidmem.stats.calibration import PROTOCOL as CALIBRATION_PROTOCOL
+
+__all__ = ["CALIBRATION_FILE", "NAME", "PROTOCOL", "read_calibration", "report", "run"]
+
+NAME = "identity"
+#: written before any condition is scored; ``vidmem calibrate`` reads it when the
+#: analysis did not finish
+CALIBRATION_FILE = "identity.calibration.json"
+
+_DEFAULTS = {"crop_embedder": "classic/hsv-lbp", "place_embedder": "classic/hsv-lbp",
+             "frames": "8", "threshold": "0.25", "locations": "true"}
+_KNOWN = {"detector", "deck", "face_embedder", "pair_judge", "segmenter", *_DEFAULTS}
+
+PROTOCOL: dict[str, Any] = {
+    "faces": {
+        "rule": "faces are compared only through a configured face_embedder (largest face in "
+                "the crop); without one they are skipped and the result says so",
+        "reason": "no face embedder is registered in this vidmem yet (face/arcface-onnx is "
+                  "being built); a face number is never made up",
+        "source": "PROTOCOLS.md section 4 ('faces: largest face in the crop')",
+    },
+    "pair_judge": {
+        "rule": "only with --opt pair_judge=NAME: 3 frames at 15/50/85% of each clip, "
+                "previous then current, through the judge layer; same-individual rate among "
+                "pairs the judge calls visible in both; judge/sim-cards is refused",
+        "reason": "the card judge answers roster presence, not 'is this the same "
+                  "individual'",
+        "source": "PROTOCOLS.md section 4 (pairwise VLM check)",
+    },
+    "units": UNITS_PROTOCOL,
+    "measure": measure.PROTOCOL,
+    "story": story_mod.PROTOCOL,
+    "calibration": CALIBRATION_PROTOCOL,
+    "statistics": stats.PROTOCOL,
+}
+
+
+def _bool(key: str, value: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise UserInputError(f"identity analysis: --opt {key}={value!r} is not a yes/no value",
+                         hint=f"--opt {key}=true or --opt {key}=false")
+
+
+def _number(key: str, value: str, kind: type, low: float) -> Any:
+    try:
+        x = kind(str(value))
+    except ValueError:
+        x = None
+    if x is None or x < low:
+        raise UserInputError(f"identity analysis: --opt {key}={value!r} must be a "
+                             f"{kind.__name__} >= {low}", hint=f"e.g. --opt {key}={_DEFAULTS[key]}")
+    return x
+
+
+def _settings(run: Any, options: Any, scorer: dict[str, Any]) -> dict[str, Any]:
+    opts = {**_DEFAULTS, **{k: str(v) for k, v in dict(options.opts).items()}}
+    unknown = sorted(set(opts) - _KNOWN)
+    if unknown:
+        raise UserInputError(f"identity analysis: unknown option(s) {', '.join(unknown)}",
+                             hint=f"known options: {', '.join(sorted(_KNOWN))}")
+    backend_options = {k: dict(v) for k, v in dict(scorer.get("backend_options") or {}).items()}
+    for name, extra in dict(options.backend_options).items():
+        backend_options.setdefault(name, {}).update(dict(extra))
+    deck = opts.get("deck") or backend_options.get("judge/sim-cards", {}).get("weights")
+    detector = opts.get("detector") or ("sim-cards" if scorer.get("judge") == "judge/sim-cards"
+                                        else None)
+    if detector is None:
+        raise UserInputError(
+            f"identity analysis of {run.path}: no detector to localise entities with",
+            hint="--opt detector=owlvit/base-patch32 (any detector with text queries), or "
+                 "--opt detector=sim-cards --opt deck=DIR on a sim run")
+    if opts.get("face_embedder"):
+        from vidmem.registry import BACKENDS
+
+        name = opts["face_embedder"]
+        BACKENDS.get(name)  # an unknown name fails here, with "did you mean"
+        raise UserInputError(
+            f"identity analysis: face scoring with {name} is not wired in yet",
+            hint="drop --opt face_embedder; faces are skipped and the result says so")
+    segmenter = opts.get("segmenter") or (measure.CARD_MASK if detector == "sim-cards"
+                                          else "classic/grabcut")
+    if opts.get("pair_judge"):
+        from vidmem.benchmarks.vmem_track_b.analysis_identity_judge import check_pair_judge
+
+        check_pair_judge(opts["pair_judge"])
+    used = {n: backend_options[n] for n in (detector, "classic/sift", opts["crop_embedder"],
+                                           opts["place_embedder"], segmenter)
+            if n in backend_options}
+    return {"detector": detector, "deck": None if detector != "sim-cards" else
+            (str(Path(deck).resolve()) if deck else None),
+            "crop_embedder": opts["crop_embedder"], "place_embedder": opts["place_embedder"],
+            "frames": _number("frames", opts["frames"], int, 2),
+            "threshold": _number("threshold", opts["threshold"], float, 0.0),
+            "segmenter": None if segmenter.lower() == "none" else segmenter,
+            "backend_options": used, "locations": _bool("locations", opts["locations"]),
+            "pair_judge": opts.get("pair_judge") or None}
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_calibration(run_path: str | Path) -> dict[str, Any] | None:
+    """The frozen calibration of a run: from ``analyses/identity.json`` when the analysis
+    finished, else from the file written before scoring; ``None`` when neither exists."""
+    folder = Path(run_path) / "analyses"
+    done = folder / f"{NAME}.json"
+    if done.is_file():
+        return json.loads(done.read_text(encoding="utf-8"))["result"]["calibration"]
+    early = folder / CALIBRATION_FILE
+    return json.loads(early.read_text(encoding="utf-8")) if early.is_file() else None
+
+
+def _measure(run: Any, options: Any, settings: dict[str, Any],
+             scorer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from vidmem.benchmarks.vmem_track_b.run_items import scored_items
+    from vidmem.runners.execute import execute
+    from vidmem.runners.execution_records import WorkItem
+
+    items = []
+    for it in scored_items(run):
+        if it.request is None:
+            raise UserInputError(f"story {it.story_id}: the run's item store has no stored "
+                                 f"request for its row, so its clips are unknown",
+                                 hint="rescore the run (vidmem score vmem_track_b ...)")
+        req = {"gold_root": it.request["gold_root"], "number": it.request["number"],
+               "gold_sha256": it.request["gold_sha256"], "clips": it.request["clips"],
+               "clips_sha256": it.request.get("clips_sha256"),
+               "conditions": list(scorer["conditions"]), "seed": int(scorer.get("seed", 0)),
+               "locations": settings["locations"],
+               "settings": {k: settings[k] for k in ("detector", "deck", "crop_embedder",
+                                                    "place_embedder", "frames", "threshold",
+                                                    "segmenter", "backend_options")}}
+        items.append(WorkItem.make(it.story_id, story_mod.KIND, req))
+    if not items:
+        raise UserInputError(f"{run.path}: no scored stories to analyse",
+                             hint="score the run first (vidmem score/run vmem_track_b)")
+    with run.items() as store:
+        done = execute(store, items, story_mod.measure_story, workers=options.workers,
+                       progress=not options.quiet, quiet=options.quiet)
+        if done.errors:
+            first = "; ".join(f"{i}: {e}" for i, e in done.error_samples)
+            raise UserInputError(f"identity analysis: {done.errors} of {done.total} stories "
+                                 f"failed to measure ({first})",
+                                 hint="fix the cause and rerun; measured stories are kept")
+        return {it.item_id: dict(store.get(it.key).response) for it in items}
+
+
+def run(run: Any, options: Any) -> dict[str, Any]:
+    """Measure, calibrate (and write the cut), then score every condition (module doc)."""
+    scorer = dict(run.manifest.config.get("scorer") or {})
+    if not scorer.get("conditions"):
+        raise UserInputError(f"{run.path}/run.json: no Track-B scorer configuration",
+                             hint="analyse a run written by vidmem score/run vmem_track_b")
+    settings = _settings(run, options, scorer)
+    per_story = _measure(run, options, settings, scorer)
+    controls: dict[str, list[dict[str, Any]]] = {"positive": [], "negative": []}
+    for sid, res in per_story.items():
+        for side in controls:
+            controls[side] += [{**c, "story_id": sid} for c in res["controls"][side]]
+    name = f"{settings['crop_embedder']} crops / {settings['place_embedder']} frames"
+    calibration = stats.calibrate(controls, name=name)
+    _write_atomic(Path(run.path) / "analyses" / CALIBRATION_FILE, calibration)  # frozen
+    units = {sid: res["units"] for sid, res in per_story.items()}
+    table, counts = stats.condition_table(units, calibration)
+    baseline = "none" if "none" in scorer["conditions"] else scorer["conditions"][0]
+    diffs = stats.deltas(counts, baseline, n_resamples=int(scorer.get("n_resamples", 2000)),
+                         seed=int(scorer.get("bootstrap_seed", 20260925)),
+                         confidence=float(scorer.get("confidence", 0.95)))
+    result: dict[str, Any] = {
+        "calibration": calibration, "settings": settings, "baseline": baseline,
+        "conditions": list(scorer["conditions"]), "stories": sorted(per_story),
+        "families": [*FAMILIES, "all", "location:return_after_absence",
+                     "location:recent_return_sample"],
+        "table": table, "deltas": diffs, "counts": counts,
+        "n_controls": {k: len(v) for k, v in controls.items()},
+        "faces": {"status": "skipped",
+                  "why": "no face_embedder configured (none is registered yet: "
+                         "face/arcface-onnx has not landed)"},
+        "units": units,
+    }
+    if settings["pair_judge"]:
+        from vidmem.benchmarks.vmem_track_b.analysis_identity_judge import pair_check
+
+        result["pair_judge"] = pair_check(run, options, settings["pair_judge"], units, scorer)
+    else:
+        result["pair_judge"] = {"status": "skipped", "why": "no --opt pair_judge=NAME given"}
+    return result
+
+
+def report(rep: Any, data: dict[str, Any], run: Any) -> None:
+    """Sections: the frozen cuts, then rates per condition and family, then deltas."""
+    from vidmem.report import KeyValues, Table
+
+    cal = data["calibration"]
+    rows = [[k, c.get("cut"), c.get("tpr"), c.get("fpr"), c.get("auc"), c.get("n_positive"),
+             c.get("n_negative"), c.get("why", "")] for k, c in cal.items()]
+    sec = rep.section("Identity: calibration (frozen before scoring)",
+                      "Youden cut per kind on control pairs (positive: two disjoint frame sets "
+                      "of one clip; negative: two entities of the same kind and story).")
+    sec.add(Table(["kind", "cut", "TPR", "FPR", "AUC", "positives", "negatives", "note"], rows))
+    fams = [f for f in data["families"] if any(f in data["table"].get(c, {})
+                                               for c in data["conditions"])]
+    rows = []
+    for cond in data["conditions"]:
+        for fam in fams:
+            r = data["table"].get(cond, {}).get(fam)
+            if r:
+                rows.append([cond, fam, r["n_found_current"], r["found_current"],
+                             r["found_both"], r["mean_similarity"], r["same_if_found"],
+                             r["same_all"]])
+    sec = rep.section("Identity: per condition and family",
+                      "found = the entity was localised; similarity = highest cosine over "
+                      "frame pairs found on both sides; same = cosine >= the frozen cut "
+                      "(same_all counts a unit not found on both sides as not the same).")
+    sec.add(Table(["condition", "family", "units", "found now", "found both",
+                   "mean similarity", "same | found", "same (all)"], rows))
+    rows = []
+    for cond, fams_d in data["deltas"].items():
+        for fam in ("all", "changed_long_gap"):
+            d = fams_d.get(fam)
+            for rate in ("same_all", "mean_similarity") if d else ():
+                x = d["rates"][rate]
+                rows.append([cond, fam, rate, x["difference"], x["ci_low"], x["ci_high"]])
+    if rows:
+        rep.section(f"Identity: differences from {data['baseline']}").add(
+            Table(["condition", "family", "rate", "difference", "low", "high"], rows))
+    rep.section("Identity: not measured").add(KeyValues({
+        "faces": data["faces"]["why"], "pair judge": data["pair_judge"].get(
+            "why", data["pair_judge"].get("status"))}))
