@@ -219,8 +219,16 @@ def test_second_judge_brought_rollouts_and_bad_options(sim_run, capsys, monkeypa
     assert data["second_judge"] == "judge/sim-cards"
     assert not any(u["cause"] == "judge_disagreement" for u in data["units"])
     before = Counter((u["condition"], u["cause"]) for u in data["units"])
+    folder = run / "rollouts" / data["units"][0]["story_id"] / "seg_uniform"
+    # a reference PNG that progress.json lists but is gone is an error by name
+    failing = [u for u in data["units"] if u["condition"] == "seg_uniform"]
+    png = next(p for u in failing for p in folder.glob(f"seg_{u['segment_id']:03d}.ref*.png"))
+    png.rename(png.with_suffix(".moved"))
+    code, _, err = _cli(capsys, "analyze", "vmem_track_b", str(run), "--only", NAME, "--quiet")
+    assert code == 2 and png.name in err and "is missing" in err
+    png.with_suffix(".moved").rename(png)
     # brought rollouts: without progress.json the references are unknown
-    (run / "rollouts" / data["units"][0]["story_id"] / "seg_uniform" / "progress.json").unlink()
+    (folder / "progress.json").unlink()
     code, _, err = _cli(capsys, "analyze", "vmem_track_b", str(run), "--only", NAME, "--quiet",
                         "--judge-cache", str(cache))
     assert code == 0, err

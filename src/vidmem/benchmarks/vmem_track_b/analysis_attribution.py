@@ -180,6 +180,12 @@ def collect(run: Any, options: Any) -> dict[str, Any]:
             missing = sorted({u.segment_id for u in units if u.failure == "miss"})
             for seg in failing if refs is not None else ():
                 for k, r in enumerate(refs[seg], start=1):
+                    if not Path(r["png"]).is_file():
+                        raise UserInputError(
+                            f"analysis {NAME}: {it.story_id}/{cond} seg_{seg:03d}: reference "
+                            f"{r['png']} listed in progress.json is missing",
+                            hint="restore the rollout folder, or delete its progress.json to "
+                            "attribute it with references unknown")
                     refs_q.append([cond, seg, k, r["png"], file_sha256(r["png"])])
             story = golds[it.story_id][0]
             for seg in missing if second else ():
