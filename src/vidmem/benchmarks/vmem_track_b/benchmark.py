@@ -96,6 +96,7 @@ class TrackB(Benchmark):
     comparer = "vidmem.benchmarks.vmem_track_b.compare:compare_runs"
     #: `vidmem analyze vmem_track_b RUN` (issue 15's analyses of a scored run)
     analyses = {
+        "attribution": "vidmem.benchmarks.vmem_track_b.analysis_attribution",
         "quality": "vidmem.benchmarks.vmem_track_b.analysis_quality",
         "stripping": "vidmem.benchmarks.vmem_track_b.analysis_stripping",
     }
