@@ -69,14 +69,42 @@ def sim_run(tmp_path_factory):
     return base, gold, sid
 
 
+def _face_model(path: Path) -> Path:
+    """A random stand-in for ArcFace (w600k_r50's signature, 64-d): pool, flatten, matmul."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).standard_normal((3 * 14 * 14, 64)).astype(np.float32)
+    x = helper.make_tensor_value_info("input.1", TensorProto.FLOAT, ["N", 3, 112, 112])
+    y = helper.make_tensor_value_info("683", TensorProto.FLOAT, ["N", 64])
+    nodes = [helper.make_node("AveragePool", ["input.1"], ["p"], kernel_shape=[8, 8],
+                              strides=[8, 8]),
+             helper.make_node("Flatten", ["p"], ["f"], axis=1),
+             helper.make_node("MatMul", ["f", "W"], ["683"])]
+    graph = helper.make_graph(nodes, "rec", [x], [y], initializer=[numpy_helper.from_array(w, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
 @pytest.fixture(scope="module")
-def analysed(sim_run):
+def args(sim_run):
+    """The analysis options every test uses (so later runs find the stored measurements)."""
+    base, _, _ = sim_run
+    face = _face_model(base / "rec.onnx")
+    return ["--opt", "frames=4", "--opt", "face_embedder=face/arcface-onnx", "--backend-opt",
+            f"face/arcface-onnx:weights={face}", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def analysed(sim_run, args):
     base, _, _ = sim_run
     saved = TrackB.analyses
     TrackB.analyses = {"identity": MODULE}  # module scope: monkeypatch is per test
     try:
-        main(["analyze", "vmem_track_b", str(base / "run"), "--only", "identity", "--opt",
-              "frames=4", "--quiet"])
+        main(["analyze", "vmem_track_b", str(base / "run"), "--only", "identity", *args])
     except SystemExit as exc:
         assert not exc.code, exc.code
     finally:
@@ -118,11 +146,34 @@ def test_identity_follows_the_memory_and_the_sim_truth(sim_run, analysed):
     assert ret["perfect"]["mean_similarity"] > neg + 0.05
     d = res["deltas"]["perfect"]["return_after_absence"]["rates"]["found_both"]
     assert (d["difference"], d["ci_low"], d["ci_high"]) == (1.0, 1.0, 1.0)  # one story
-    assert res["faces"]["status"] == "skipped" and "face_embedder" in res["faces"]["why"]
     assert res["pair_judge"]["status"] == "skipped"
     assert analysed["protocol"]["statistics"]["frozen"]["rule"].startswith("the cuts")
     md = (base / "run" / "report" / "report.md").read_text("utf-8")
     assert "Identity: calibration (frozen before scoring)" in md
+
+
+@pytest.mark.slow
+def test_faces_of_the_face_character_through_the_face_embedder(sim_run, analysed):
+    base, gold, sid = sim_run
+    res = analysed["result"]
+    assert res["faces"]["status"] == "ok" and res["faces"]["embedder"] == "face/arcface-onnx"
+    (story,) = load_stories(gold)
+    rows = [r for rows in res["units"][sid].values() for r in rows if r["kind"] == "character"]
+    assert rows and all("face_score" in r for r in rows)
+    for r in rows:  # a face is looked for only inside a found crop
+        assert r["found_current"] or not r["faces_current"]
+        assert r["found_previous"] or not r["faces_previous"]
+    kira = {e.eid for e in story.entities.values() if e.name == "Kira"}  # the sim's face sprite
+    both = [r for r in rows if r["faces_current"] and r["faces_previous"]]
+    assert both and {r["eid"] for r in both} <= kira
+    assert min(r["face_score"] for r in both) > 0.9  # the same photo, whatever the weights
+    fam = res["faces"]["table"]["perfect"]["return_after_absence"]
+    assert fam["found_both"] > res["faces"]["table"]["none"]["return_after_absence"]["found_both"]
+    # one face character: no negative face control, so no face cut -- and it says why
+    assert res["calibration"]["face"]["cut"] is None
+    assert res["calibration"]["face"]["why"] == "no negative control pairs"
+    md = (base / "run" / "report" / "report.md").read_text("utf-8")
+    assert "Identity: faces (face/arcface-onnx, largest face in the crop)" in md
 
 
 @pytest.mark.slow
@@ -144,6 +195,7 @@ def test_the_cut_lies_between_the_controls_and_calibrate_prints_it(sim_run, anal
     assert json.loads(out)["identity"] == cal
     code, out, err = cli(capsys, "calibrate", "vmem_track_b", str(base / "run"))
     assert code == 0, err
+    assert "identity / face: no cut (no negative control pairs)" in out
     for kind in ("character", "prop", "location"):
         assert f"identity / {kind}: ROC" in out
         assert f"cut {cal[kind]['cut']:.4f} (same iff score >= cut)" in out
@@ -151,14 +203,15 @@ def test_the_cut_lies_between_the_controls_and_calibrate_prints_it(sim_run, anal
 
 
 @pytest.mark.slow
-def test_refusals_resume_and_an_uncalibrated_run(sim_run, analysed, capsys, tmp_path,
+def test_refusals_resume_and_an_uncalibrated_run(sim_run, analysed, args, capsys, tmp_path,
                                                   monkeypatch):
     base, _, _ = sim_run
     run = str(base / "run")
     for opt, says in (("pair_judge=judge/sim-cards", "cannot answer the same-individual"),
                       ("face_embedder=face/nope", "face/nope"),
                       ("colour=red", "unknown option(s) colour"),
-                      ("frames=1", "frames='1' must be a int >= 2")):
+                      ("frames=1", "frames='1' must be an integer >= 2"),
+                      ("segmenter=classic/grabcat", "classic/grabcut")):
         code, _, err = cli(capsys, "analyze", "vmem_track_b", run, "--only", "identity",
                            "--opt", opt, "--quiet")
         assert code == 2 and says in " ".join(err.split()), (opt, err)
@@ -168,8 +221,7 @@ def test_refusals_resume_and_an_uncalibrated_run(sim_run, analysed, capsys, tmp_
         raise AssertionError("measured again")
 
     monkeypatch.setattr(story_mod, "measure_story", no_measuring)
-    code, _, err = cli(capsys, "analyze", "vmem_track_b", run, "--only", "identity", "--opt",
-                       "frames=4", "--quiet")
+    code, _, err = cli(capsys, "analyze", "vmem_track_b", run, "--only", "identity", *args)
     assert code == 0, err
     with RunDir.open(run).items() as store:
         assert store.counts(kind="analysis:identity") == {"total": 1, "done": 1, "error": 0}
@@ -195,13 +247,13 @@ class _FakeVlm:
 
 
 @pytest.mark.slow
-def test_the_pair_judge_gets_three_frames_of_each_clip(sim_run, analysed, capsys, monkeypatch):
+def test_the_pair_judge_gets_three_frames_of_each_clip(sim_run, analysed, args, capsys,
+                                                        monkeypatch):
     base, _, _ = sim_run
     fake = _FakeVlm()
     monkeypatch.setattr(judge_mod, "_judge", lambda name, options: fake)
     code, _, err = cli(capsys, "analyze", "vmem_track_b", str(base / "run"), "--only",
-                       "identity", "--opt", "frames=4", "--opt", "pair_judge=judge/openai",
-                       "--quiet")
+                       "identity", *args, "--opt", "pair_judge=judge/openai")
     assert code == 0, err
     res = json.loads((base / "run" / "analyses" / "identity.json").read_text())["result"]
     n_units = sum(len(rows) for conds in res["units"].values() for rows in conds.values())

@@ -19,7 +19,9 @@ Options (``--opt key=value``): ``detector`` (``sim-cards`` -- the default on a r
 scored by judge/sim-cards -- or a text detector), ``deck`` (the sim card deck; default
 the run's ``judge/sim-cards`` weights), ``crop_embedder`` / ``place_embedder`` (default
 ``classic/hsv-lbp``), ``frames`` (8), ``threshold`` (0.25), ``locations`` (true),
-``face_embedder`` (none: faces are skipped, and the result says so), ``pair_judge``.
+``face_embedder`` (e.g. ``face/arcface-onnx``; none: faces are skipped, and the result
+says so), ``segmenter`` (``card-alpha`` with sim-cards, else ``classic/grabcut``;
+``none``), ``pair_judge``.
 Backend options: ``--backend-opt NAME:key=value``. Every rule is in :data:`PROTOCOL`.
 """
 
@@ -53,9 +55,10 @@ _KNOWN = {"detector", "deck", "face_embedder", "pair_judge", "segmenter", *_DEFA
 PROTOCOL: dict[str, Any] = {
     "faces": {
         "rule": "faces are compared only through a configured face_embedder (largest face in "
-                "the crop); without one they are skipped and the result says so",
-        "reason": "no face embedder is registered in this vidmem yet (face/arcface-onnx is "
-                  "being built); a face number is never made up",
+                "the crop; kind 'face', its own cut); without one they are skipped and the "
+                "result says so",
+        "reason": "a face number is never made up; face/arcface-onnx needs user-supplied "
+                  "ONNX files",
         "source": "PROTOCOLS.md section 4 ('faces: largest face in the crop')",
     },
     "pair_judge": {
@@ -90,8 +93,9 @@ def _number(key: str, value: str, kind: type, low: float) -> Any:
     except ValueError:
         x = None
     if x is None or x < low:
-        raise UserInputError(f"identity analysis: --opt {key}={value!r} must be a "
-                             f"{kind.__name__} >= {low}", hint=f"e.g. --opt {key}={_DEFAULTS[key]}")
+        what = "an integer" if kind is int else "a number"
+        raise UserInputError(f"identity analysis: --opt {key}={value!r} must be {what} >= {low}",
+                             hint=f"e.g. --opt {key}={_DEFAULTS[key]}")
     return x
 
 
@@ -112,22 +116,22 @@ def _settings(run: Any, options: Any, scorer: dict[str, Any]) -> dict[str, Any]:
             f"identity analysis of {run.path}: no detector to localise entities with",
             hint="--opt detector=owlvit/base-patch32 (any detector with text queries), or "
                  "--opt detector=sim-cards --opt deck=DIR on a sim run")
-    if opts.get("face_embedder"):
-        from vidmem.registry import BACKENDS
-
-        name = opts["face_embedder"]
-        BACKENDS.get(name)  # an unknown name fails here, with "did you mean"
-        raise UserInputError(
-            f"identity analysis: face scoring with {name} is not wired in yet",
-            hint="drop --opt face_embedder; faces are skipped and the result says so")
     segmenter = opts.get("segmenter") or (measure.CARD_MASK if detector == "sim-cards"
                                           else "classic/grabcut")
     if opts.get("pair_judge"):
         from vidmem.benchmarks.vmem_track_b.analysis_identity_judge import check_pair_judge
 
         check_pair_judge(opts["pair_judge"])
+    face = opts.get("face_embedder") or None
+    from vidmem.registry import BACKENDS
+
+    for name in (None if detector == "sim-cards" else detector, opts["crop_embedder"],
+                 opts["place_embedder"], None if segmenter in ("none", measure.CARD_MASK)
+                 else segmenter, face):
+        if name is not None and ":" not in name:  # a module:Class place embedder is a plugin
+            BACKENDS.get(name)  # an unknown name fails now, with "did you mean"
     used = {n: backend_options[n] for n in (detector, "classic/sift", opts["crop_embedder"],
-                                           opts["place_embedder"], segmenter)
+                                           opts["place_embedder"], segmenter, face)
             if n in backend_options}
     return {"detector": detector, "deck": None if detector != "sim-cards" else
             (str(Path(deck).resolve()) if deck else None),
@@ -136,7 +140,7 @@ def _settings(run: Any, options: Any, scorer: dict[str, Any]) -> dict[str, Any]:
             "threshold": _number("threshold", opts["threshold"], float, 0.0),
             "segmenter": None if segmenter.lower() == "none" else segmenter,
             "backend_options": used, "locations": _bool("locations", opts["locations"]),
-            "pair_judge": opts.get("pair_judge") or None}
+            "pair_judge": opts.get("pair_judge") or None, "face_embedder": face}
 
 
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -181,7 +185,8 @@ def _measure(run: Any, options: Any, settings: dict[str, Any],
                "locations": settings["locations"],
                "settings": {k: settings[k] for k in ("detector", "deck", "crop_embedder",
                                                     "place_embedder", "frames", "threshold",
-                                                    "segmenter", "backend_options")}}
+                                                    "segmenter", "face_embedder",
+                                                    "backend_options")}}
         items.append(WorkItem.make(it.story_id, story_mod.KIND, req))
     if not items:
         raise UserInputError(f"{run.path}: no scored stories to analyse",
@@ -197,6 +202,20 @@ def _measure(run: Any, options: Any, settings: dict[str, Any],
         return {it.item_id: dict(store.get(it.key).response) for it in items}
 
 
+def _faces(settings: dict[str, Any], units: dict[str, Any], calibration: dict[str, Any],
+           scorer: dict[str, Any]) -> dict[str, Any]:
+    if not settings["face_embedder"]:
+        return {"status": "skipped", "why": "no face_embedder configured (--opt "
+                "face_embedder=face/arcface-onnx with its ONNX files as weights)"}
+    table, counts = stats.condition_table(stats.face_rows(units), calibration)
+    baseline = "none" if "none" in scorer["conditions"] else scorer["conditions"][0]
+    return {"status": "ok", "embedder": settings["face_embedder"], "table": table,
+            "deltas": stats.deltas(counts, baseline,
+                                   n_resamples=int(scorer.get("n_resamples", 2000)),
+                                   seed=int(scorer.get("bootstrap_seed", 20260925)),
+                                   confidence=float(scorer.get("confidence", 0.95)))}
+
+
 def run(run: Any, options: Any) -> dict[str, Any]:
     """Measure, calibrate (and write the cut), then score every condition (module doc)."""
     scorer = dict(run.manifest.config.get("scorer") or {})
@@ -210,7 +229,8 @@ def run(run: Any, options: Any) -> dict[str, Any]:
         for side in controls:
             controls[side] += [{**c, "story_id": sid} for c in res["controls"][side]]
     name = f"{settings['crop_embedder']} crops / {settings['place_embedder']} frames"
-    calibration = stats.calibrate(controls, name=name)
+    kinds = (*stats.KINDS, stats.FACE) if settings["face_embedder"] else stats.KINDS
+    calibration = stats.calibrate(controls, name=name, kinds=kinds)
     _write_atomic(Path(run.path) / "analyses" / CALIBRATION_FILE, calibration)  # frozen
     units = {sid: res["units"] for sid, res in per_story.items()}
     table, counts = stats.condition_table(units, calibration)
@@ -225,9 +245,7 @@ def run(run: Any, options: Any) -> dict[str, Any]:
                      "location:recent_return_sample"],
         "table": table, "deltas": diffs, "counts": counts,
         "n_controls": {k: len(v) for k, v in controls.items()},
-        "faces": {"status": "skipped",
-                  "why": "no face_embedder configured (none is registered yet: "
-                         "face/arcface-onnx has not landed)"},
+        "faces": _faces(settings, units, calibration, scorer),
         "units": units,
     }
     if settings["pair_judge"]:
@@ -276,6 +294,14 @@ def report(rep: Any, data: dict[str, Any], run: Any) -> None:
     if rows:
         rep.section(f"Identity: differences from {data['baseline']}").add(
             Table(["condition", "family", "rate", "difference", "low", "high"], rows))
-    rep.section("Identity: not measured").add(KeyValues({
-        "faces": data["faces"]["why"], "pair judge": data["pair_judge"].get(
-            "why", data["pair_judge"].get("status"))}))
+    faces = data["faces"]
+    if faces["status"] == "ok":
+        rows = [[cond, fam, r["n_found_current"], r["found_both"], r["mean_similarity"],
+                 r["same_if_found"]] for cond, fams_d in faces["table"].items()
+                for fam, r in fams_d.items()]
+        rep.section(f"Identity: faces ({faces['embedder']}, largest face in the crop)").add(
+            Table(["condition", "family", "characters", "face on both sides",
+                   "mean face similarity", "same | faces"], rows))
+    rep.section("Identity: what was and was not measured").add(KeyValues({
+        "faces": faces.get("why", f"measured with {faces.get('embedder')}"),
+        "pair judge": data["pair_judge"].get("why", data["pair_judge"].get("status"))}))

@@ -79,6 +79,13 @@ PROTOCOL: dict[str, dict[str, str]] = {
                   "segments; masking keeps the entity (as CMBench's crops do)",
         "source": "PROTOCOLS.md section 4 (DINOv3 crops; locations whole frame)",
     },
+    "faces": {
+        "rule": "with a face_embedder: per found character crop (unmasked), the embedder's "
+                "largest face; face similarity = highest cosine over frame pairs with a face "
+                "on both sides; faces get their own Youden cut (kind 'face', same controls)",
+        "reason": "the protocol's 'faces: largest face in the crop (face embedder)'",
+        "source": "PROTOCOLS.md section 4; face/arcface-onnx's own rules for the face",
+    },
     "similarity": {
         "rule": "the highest cosine over (frame of side A, frame of side B) pairs where "
                 "the entity was found on both sides; none when either side has no frame",
@@ -103,6 +110,14 @@ class Sighting:
     embeddings: np.ndarray
     n_frames: int
     why: str | None = None
+    face_positions: tuple[int, ...] = ()
+    face_embeddings: np.ndarray | None = None
+
+    @property
+    def faces(self) -> Sighting:
+        """The largest faces found in the crops, as a sighting of their own."""
+        emb = self.face_embeddings if self.face_embeddings is not None else np.zeros((0, 1))
+        return Sighting(self.face_positions, emb, self.n_frames, self.why)
 
     @property
     def found(self) -> bool:
@@ -161,6 +176,7 @@ class Measurer:
         deck: the card deck folder (``sim-cards`` only).
         crop_embedder, place_embedder: registered image embedders.
         segmenter: a registered box-prompted segmenter, or ``None`` for the whole box.
+        face_embedder: a registered face embedder (``face/arcface-onnx``), or ``None``.
         frames: frames sampled per clip.
         threshold: detection score threshold.
         backend_options: per backend name, its constructor options.
@@ -168,7 +184,9 @@ class Measurer:
 
     def __init__(self, *, detector: str, deck: str | None, crop_embedder: str,
                  place_embedder: str, frames: int, threshold: float, segmenter: str | None,
+                 face_embedder: str | None,
                  backend_options: Mapping[str, Mapping[str, Any]]) -> None:
+        from vidmem.models.backends.place_embedder import load_place_embedder
         from vidmem.models.loading import load_backend
 
         opts = {k: dict(v) for k, v in backend_options.items()}
@@ -197,9 +215,10 @@ class Measurer:
                          "detector=sim-cards on sim runs")
         self.crop_embedder = load_backend(crop_embedder, opts.get(crop_embedder),
                                           role="image_embedder")
-        self.place_embedder = (self.crop_embedder if place_embedder == crop_embedder else
-                               load_backend(place_embedder, opts.get(place_embedder),
-                                            role="image_embedder"))
+        self.place_embedder = load_place_embedder(place_embedder, opts.get(place_embedder))
+        self.face_embedder_name = face_embedder
+        self.face = (None if face_embedder is None else
+                     load_backend(face_embedder, opts.get(face_embedder), role="face_embedder"))
         if segmenter == CARD_MASK and self.deck is None:
             raise UserInputError(f"identity analysis: segmenter {CARD_MASK} needs "
                                  "detector=sim-cards", hint="use classic/grabcut or none")
@@ -261,8 +280,17 @@ class Measurer:
                 boxes.append((x0, y0, x1, y1))
         if not boxes:
             return Sighting((), empty, k)
-        return Sighting(tuple(positions), self._embed([frames[i] for i in positions], boxes,
-                                                      appearance), k)
+        images = [frames[i] for i in positions]
+        emb = self._embed(images, boxes, appearance)
+        if self.face is None or kind != "character":
+            return Sighting(tuple(positions), emb, k)
+        crops = [np.ascontiguousarray(im[y0:y1, x0:x1]) for im, (x0, y0, x1, y1)
+                 in zip(images, boxes, strict=True)]  # unmasked: the face detector's context
+        vectors, _ = self.face.embed_faces(crops)
+        got = [(p, v) for p, v in zip(positions, vectors, strict=True) if v is not None]
+        return Sighting(tuple(positions), emb, k, face_positions=tuple(p for p, _ in got),
+                        face_embeddings=np.stack([v for _, v in got]).astype(np.float32)
+                        if got else None)
 
     def _masks(self, images: list[np.ndarray], boxes: list[tuple[int, ...]],
                appearance: str) -> list[np.ndarray]:
@@ -296,6 +324,6 @@ class Measurer:
                 if hasattr(self.crop_embedder, "info") else str(self.crop_embedder),
                 "place_embedder": self.place_embedder.info().name
                 if hasattr(self.place_embedder, "info") else str(self.place_embedder),
-                "segmenter": self.segmenter_name,
+                "segmenter": self.segmenter_name, "face_embedder": self.face_embedder_name,
                 "frames": self.frames, "threshold": self.threshold}
 

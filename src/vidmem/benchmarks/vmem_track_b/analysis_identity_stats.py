@@ -33,10 +33,12 @@ import numpy as np
 from vidmem.stats.calibration import Calibration, youden_threshold
 from vidmem.stats.paired_bootstrap import paired_story_bootstrap
 
-__all__ = ["KINDS", "PROTOCOL", "RATES", "calibrate", "condition_table", "deltas",
-           "story_counts"]
+__all__ = ["FACE", "KINDS", "PROTOCOL", "RATES", "calibrate", "condition_table", "deltas",
+           "face_rows", "story_counts"]
 
 KINDS = ("character", "prop", "location")
+#: the kind of the face comparisons (characters' largest faces), calibrated apart
+FACE = "face"
 #: the pooled rates of a (condition, family), in count-row order
 RATES = ("found_current", "found_both", "same_if_found", "same_all", "mean_similarity")
 
@@ -81,8 +83,8 @@ PROTOCOL: dict[str, dict[str, str]] = {
 }
 
 
-def calibrate(controls: Mapping[str, Sequence[Mapping[str, Any]]],
-              name: str = "") -> dict[str, dict[str, Any]]:
+def calibrate(controls: Mapping[str, Sequence[Mapping[str, Any]]], name: str = "",
+              kinds: Sequence[str] = KINDS) -> dict[str, dict[str, Any]]:
     """Per kind, the frozen Youden calibration of the control scores (or why there is none).
 
     Example:
@@ -92,7 +94,7 @@ def calibrate(controls: Mapping[str, Sequence[Mapping[str, Any]]],
         (0.9, None, 'no positive or negative control pairs')
     """
     out: dict[str, dict[str, Any]] = {}
-    for kind in KINDS:
+    for kind in kinds:
         pos = [float(c["score"]) for c in controls.get("positive", ()) if c["kind"] == kind
                and c["score"] is not None]
         neg = [float(c["score"]) for c in controls.get("negative", ()) if c["kind"] == kind
@@ -123,6 +125,22 @@ def _plateau(cal: Calibration) -> dict[str, float]:
     j = np.where(np.isfinite(thr), tp * cal.n_negative - fp * cal.n_positive, -np.inf)
     best = thr[j == j.max()]
     return {"lowest": float(best.min()), "highest": float(best.max())}
+
+
+def face_rows(per_story: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]
+              ) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The character rows with a face comparison, read as rows of kind ``face``.
+
+    Example:
+        >>> face_rows({"s": {"c": [{"family": "f", "kind": "character", "faces_current": True,
+        ...                        "faces_previous": False, "face_score": None}]}})
+        {'s': {'c': [{'family': 'f', 'kind': 'face', 'found_current': True, 'found_previous': False, 'score': None}]}}
+    """
+    return {sid: {cond: [{"family": r["family"], "kind": FACE,
+                          "found_current": r["faces_current"],
+                          "found_previous": r["faces_previous"], "score": r["face_score"]}
+                         for r in rows if "face_score" in r]
+                  for cond, rows in conds.items()} for sid, conds in per_story.items()}
 
 
 def _cuts(calibration: Mapping[str, Mapping[str, Any]]) -> dict[str, Calibration]:

@@ -20,6 +20,8 @@ Rules (in :data:`PROTOCOL`):
 * **Negative controls**: per condition and kind, each entity's earliest found current
   side; every unordered pair of different entities of that kind: the highest cosine
   between the two (two entities of the same kind and story).
+* **Faces** (with a face embedder): characters' largest faces in the found crops are
+  a kind of their own (``face``), with the same two control rules.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def _measurer(settings: Mapping[str, Any]) -> Measurer:
             detector=settings["detector"], deck=settings.get("deck"),
             crop_embedder=settings["crop_embedder"], place_embedder=settings["place_embedder"],
             frames=int(settings["frames"]), threshold=float(settings["threshold"]),
-            segmenter=settings.get("segmenter"),
+            segmenter=settings.get("segmenter"), face_embedder=settings.get("face_embedder"),
             backend_options=settings.get("backend_options", {}))
     return _MEASURERS[key]
 
@@ -96,6 +98,13 @@ def story_units(story: Any, *, seed: int, locations: bool) -> list[tuple[str, An
                 for u in identity_units(story, seed=seed, kinds=("location",))
                 if u.family != "changed_long_gap"]
     return out
+
+
+def _face_row(cur: Sighting, prev: Sighting) -> dict[str, Any]:
+    a, b = cur.faces, prev.faces
+    return {"faces_current": a.found, "faces_previous": b.found,
+            "face_score": best_cosine(a.embeddings, b.embeddings) if a.found and b.found
+            else None}
 
 
 def measure_story(item: Any) -> dict[str, Any]:
@@ -135,17 +144,22 @@ def measure_story(item: Any) -> dict[str, Any]:
                              "found_current": cur.found, "found_previous": prev.found,
                              "why": cur.why or prev.why,
                              "score": best_cosine(cur.embeddings, prev.embeddings)
-                             if cur.found and prev.found else None})
+                             if cur.found and prev.found else None,
+                             **(_face_row(cur, prev) if m.face is not None
+                                and u.kind == "character" else {})})
             out_units[cond] = rows
             earliest: dict[tuple[str, str], tuple[int, Sighting]] = {}
-            for (seg, eid), (u, s) in sorted(currents.items()):
-                even, odd = split_halves(s)
-                score = best_cosine(even, odd)
-                if score is not None:
-                    positive.append({"kind": u.kind, "condition": cond, "segment_id": seg,
-                                     "eid": eid, "score": score})
-                if s.found and (u.kind, eid) not in earliest:
-                    earliest[(u.kind, eid)] = (seg, s)
+            for (seg, eid), (u, found) in sorted(currents.items()):
+                views = [(u.kind, found)]
+                if m.face is not None and u.kind == "character":
+                    views.append(("face", found.faces))
+                for kind, s in views:
+                    score = best_cosine(*split_halves(s))
+                    if score is not None:
+                        positive.append({"kind": kind, "condition": cond, "segment_id": seg,
+                                         "eid": eid, "score": score})
+                    if s.found and (kind, eid) not in earliest:
+                        earliest[(kind, eid)] = (seg, s)
             for (ka, ea), (kb, eb) in itertools.combinations(sorted(earliest), 2):
                 if ka != kb:
                     continue
