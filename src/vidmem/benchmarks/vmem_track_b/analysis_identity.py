@@ -286,9 +286,9 @@ def report(rep: Any, data: dict[str, Any], run: Any) -> None:
                    "mean similarity", "same | found", "same (all)"], rows))
     rows = []
     for cond, fams_d in data["deltas"].items():
-        for fam in ("all", "changed_long_gap"):
+        for fam in ("all", "return_after_absence", "changed_long_gap"):
             d = fams_d.get(fam)
-            for rate in ("same_all", "mean_similarity") if d else ():
+            for rate in ("found_both", "same_all", "mean_similarity") if d else ():
                 x = d["rates"][rate]
                 rows.append([cond, fam, rate, x["difference"], x["ci_low"], x["ci_high"]])
     if rows:
