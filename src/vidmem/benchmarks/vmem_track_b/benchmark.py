@@ -97,6 +97,7 @@ class TrackB(Benchmark):
     #: `vidmem analyze vmem_track_b RUN` (issue 15's analyses of a scored run)
     analyses = {
         "attribution": "vidmem.benchmarks.vmem_track_b.analysis_attribution",
+        "identity": "vidmem.benchmarks.vmem_track_b.analysis_identity",
         "quality": "vidmem.benchmarks.vmem_track_b.analysis_quality",
         "stripping": "vidmem.benchmarks.vmem_track_b.analysis_stripping",
     }
