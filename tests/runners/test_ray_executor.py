@@ -140,13 +140,16 @@ def test_track_b_closed_loop_is_byte_identical_across_executors_and_workers(
         t0 = time.perf_counter()
         _cli(capsys, "run", "vmem_track_b", "--gold", str(gold), "--generator", "sim",
              "--generator-opt", "memory=perfect", "--generator-opt", "fps=4",
-             "--conditions", "none,seg_uniform",
+             "--conditions", "none,seg_dino_key",  # seg_dino_key embeds clips in the worker
              "--backend-opt", f"judge/sim-cards:weights={deck}", "--judge-cache", "off",
              "--bootstrap-resamples", "100", "--out", str(out), "--executor", executor,
              "--workers", str(workers), "--quiet")
         print(f"{executor} x{workers}: {time.perf_counter() - t0:.1f} s")
-        outputs[(executor, workers)] = _outputs(out)
-        assert len(list((out / "rollouts").rglob("seg_*.mp4"))) == 28
+        rollouts = out / "rollouts"
+        outputs[(executor, workers)] = {**_outputs(out), **{  # + every clip and progress file
+            str(f.relative_to(rollouts)): f.read_bytes() for f in sorted(rollouts.rglob("*"))
+            if f.suffix == ".mp4" or f.name == "progress.json"}}
+        assert len(list(rollouts.rglob("seg_*.mp4"))) == 28
     for key, got in outputs.items():
         assert got == outputs[("local", 1)], f"{key} differs from local x1"
 
