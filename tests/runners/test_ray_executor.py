@@ -135,7 +135,9 @@ def test_track_b_closed_loop_is_byte_identical_across_executors_and_workers(
     build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
     deck = write_card_deck(tmp_path / "deck")
     outputs = {}
-    for executor, workers in (("local", 1), ("ray", 1), ("ray", 2), ("local", 2)):
+    # ray x1 is left out here (the CMBench test above has all four): 1 vs 2 workers under
+    # both executors is covered by local x1, local x2 and ray x2, for 25 s less
+    for executor, workers in (("local", 1), ("ray", 2), ("local", 2)):
         out = tmp_path / f"{executor}-{workers}"
         t0 = time.perf_counter()
         _cli(capsys, "run", "vmem_track_b", "--gold", str(gold), "--generator", "sim",
