@@ -397,6 +397,11 @@ class RunDir:
                 hint="check free disk space and permissions of the run directory",
             ) from None
 
+    def summary(self) -> dict[str, Any]:
+        """``summary.json`` as a dict; ``{}`` when the run has not finished scoring."""
+        path = self.path / "summary.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
     def scores(self) -> list[dict[str, Any]]:
         """Read ``scores.jsonl``.
 

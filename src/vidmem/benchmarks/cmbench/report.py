@@ -3,7 +3,6 @@ the item store and the crops the scorer saved)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,7 @@ def _per_frame(run: Any, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]
 
 def build_cmbench_report(run: Any) -> Report:
     m = run.manifest
-    summary_path = run.path / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    summary = run.summary()
     scorer = summary.get("scorer") or m.config.get("scorer", {})
     official = bool(summary.get("official"))
     rep = Report(

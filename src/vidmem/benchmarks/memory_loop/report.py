@@ -3,7 +3,6 @@ scores.jsonl and the per-case responses in the item store)."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -81,8 +80,7 @@ def build_memory_loop_report(run: Any) -> Report:
         and a fidelity-vs-gap plot per case with the fitted curve and ``t_half``.
     """
     m = run.manifest
-    path = run.path / "summary.json"
-    summary = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    summary = run.summary()
     scorer = summary.get("scorer") or m.config.get("scorer", {})
     official = bool(summary.get("official"))
     rep = Report(

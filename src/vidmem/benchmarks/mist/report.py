@@ -18,7 +18,6 @@ Sections:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -100,8 +99,7 @@ def build_mist_report(run: Any) -> Report:
     from vidmem.report import Figure, line_plot
 
     m = run.manifest
-    path = run.path / "summary.json"
-    summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    summary = run.summary()
     scorer = summary.get("scorer") or m.config.get("scorer", {})
     official = bool(summary.get("official"))
     rep = Report(

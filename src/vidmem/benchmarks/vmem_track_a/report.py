@@ -21,7 +21,6 @@ Sections:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -54,8 +53,7 @@ _THUMB_SIDE = 128
 
 
 def _summary(run: Any) -> dict[str, Any]:
-    path = run.path / "summary.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return run.summary()
 
 
 def _fmt(v: Any) -> str:

@@ -24,7 +24,6 @@ Sections:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,8 +84,7 @@ def build_track_b_report(run: Any, *, drill_down: int | str | None = "env") -> R
             ``VIDMEM_DRILL_DOWN`` variable, else 3.
     """
     m = run.manifest
-    path = run.path / "summary.json"
-    summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    summary = run.summary()
     scorer = summary.get("scorer") or m.config.get("scorer", {})
     official = bool(summary.get("official"))
     rep = Report(
