@@ -113,6 +113,11 @@ class Benchmark(ABC):
     #: ``run(run, options) -> dict`` and ``report(report, data, run)``
     #: (:mod:`vidmem.runners.analysis_run`)
     analyses: ClassVar[Mapping[str, str]] = {}
+    #: ``vidmem run`` / ``score`` flags that run one of :attr:`analyses` (its default
+    #: options) once the run finished without a failed item: flag -> analysis name, e.g.
+    #: ``{"--strip-appearance": "stripping"}``. An analysis that generates gets the flag
+    #: on ``run`` only (``score`` has no generator). Not part of the run's configuration.
+    analysis_flags: ClassVar[Mapping[str, str]] = {}
     #: ``run_rollout(rollout, generator, ctx) -> summary dict``: how one rollout is run, for
     #: a benchmark whose rollout is more than one request (Track-B: a (story, condition)
     #: whose segments are generated in order, each from its own earlier clips). ``None``

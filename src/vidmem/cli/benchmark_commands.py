@@ -78,6 +78,8 @@ def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
     # expects to find, so both commands take them.
     return params + _declared(bench.requests_options) + _declared(bench.scorer_options) + \
         _declared(bench.score_options) + _judge_cache_option(bench) + [
+        _param(param, bool, False, flag, help=text)
+        for param, flag, _, text in analysis_flags(bench, generates=not videos)] + [
         _param("allow_missing", bool, False, "--allow-missing", help=bench.allow_missing_help),
         _param("workers", int, 1, "--workers", help="Worker processes (local) or Ray actors.",
                min=1),
@@ -87,6 +89,47 @@ def _shared(bench: Any, *, videos: bool) -> list[inspect.Parameter]:
         _param("quiet", bool, False, "--quiet", "-q", help="No progress bars or tables."),
         _param("as_json", bool, False, "--json", help="Print machine-readable JSON only."),
     ]
+
+
+def analysis_flags(bench: Any, *, generates: bool) -> list[tuple[str, str, str, str]]:
+    """``(parameter, flag, analysis, help)`` of the benchmark's ``analysis_flags`` that fit
+    the command: an analysis that generates needs the run's generator, so ``score`` (which
+    has none) does not get its flag."""
+    from vidmem.runners.analysis_run import analysis_module
+
+    found = []
+    for flag, name in dict(getattr(bench, "analysis_flags", {}) or {}).items():
+        module = analysis_module(bench, name)
+        if getattr(module, "GENERATES", False) and not generates:
+            continue
+        first = (module.__doc__ or "").strip().splitlines()[0].split(": ", 1)[-1]
+        text = (f"Then run the {name!r} analysis with its defaults (as vidmem analyze "
+                f"{bench.name} RUN --only {name}): {first}")
+        found.append(("then_" + flag.lstrip("-").replace("-", "_"), flag, name, text))
+    return found
+
+
+def _run_flagged_analyses(bench: Any, values: dict[str, Any], outcome: Any, *,
+                          generates: bool, quiet: bool) -> None:
+    """The analyses asked for by flag, after a run without failed items (a failed item
+    would leave the analysis without its scores; the run's own error says what failed)."""
+    names = [name for param, _, name, _ in analysis_flags(bench, generates=generates)
+             if values.get(param)]
+    if not names or outcome.failed:
+        return
+    from vidmem.runners.analysis_run import AnalysisOptions, run_analyses
+    from vidmem.runners.reporting import render_run_report
+
+    cache = judge_cache_path(values.get("judge_cache")) if bench.asks_judge else None
+    run_analyses(bench, outcome.run, names, AnalysisOptions(
+        judge_cache=None if cache is None else str(cache.resolve()),
+        workers=values["workers"], quiet=quiet))
+    paths = render_run_report(outcome.run.path)
+    if not quiet:
+        for name in names:
+            console.print(f"{name}: {outcome.run.path / 'analyses' / (name + '.json')}",
+                          highlight=False)
+        console.print(f"report: {paths['html']}", highlight=False)
 
 
 def executor_options() -> list[inspect.Parameter]:
@@ -168,6 +211,7 @@ def make_command(verb: str, bench: Any) -> Any:
             print_json(outcome.summary)
         elif not quiet:
             print_result(bench, console, outcome.summary, outcome.run)
+        _run_flagged_analyses(bench, values, outcome, generates=not videos, quiet=quiet)
         outcome.raise_if_failed(bench.item_word)  # any failed item reaches the exit code
 
     doc = (f"Score {bench.title} {bench.outputs_word} generated elsewhere (bring your own videos)."

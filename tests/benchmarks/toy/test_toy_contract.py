@@ -188,3 +188,39 @@ def test_analyze_writes_the_result_renders_its_section_and_fails_loudly(root, tm
     code, _, err = _cli(capsys, "analyze", "toy", str(run), "--opt", "fail=1")
     assert code not in (0, None)
     assert json.loads((run / "analyses" / "worst.json").read_text()) == record  # kept
+
+
+def test_an_analysis_flag_runs_it_after_a_clean_run_only(root, tmp_path, capsys, monkeypatch):
+    toy = BENCHMARKS.load("toy")
+    monkeypatch.setattr(type(toy), "analysis_flags",
+                        {"--then-worst": "worst", "--then-generating": "generating"})
+    from vidmem.cli.benchmark_commands import make_command
+
+    # `score` has no generator: the generating analysis' flag is only on `run`
+    score_flags = {o for p in make_command("score", toy).params for o in p.opts}
+    run_flags = {o for p in make_command("run", toy).params for o in p.opts}
+    assert "--then-worst" in score_flags and "--then-generating" not in score_flags
+    assert {"--then-worst", "--then-generating"} <= run_flags
+
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    for name, rgb in COLOURS.items():
+        shown = [128, 128, 128] if name == "teal" else rgb
+        write_video(videos / f"{name}.mp4", [np.full((32, 32, 3), shown, np.uint8)] * 4, 8)
+    run = tmp_path / "r"
+    code, _, err = _cli(capsys, "score", "toy", "--root", str(root), "--out", str(run),
+                        "--videos", str(videos), "--then-worst", "--quiet")
+    assert code in (0, None), err
+    record = json.loads((run / "analyses" / "worst.json").read_text())
+    assert record["result"]["worst"] == "teal"  # the grey clip, as analyze would say
+    assert "worst item (analysis)" in (run / "report" / "report.md").read_text()
+    code, out, err = _cli(capsys, "analyze", "toy", str(run), "--only", "worst", "--json")
+    assert code in (0, None) and json.loads(out)["worst"] == record["result"]
+
+    # a failed item: the run exits non-zero and the analysis is not run on a partial run
+    write_video(videos / "red.mp4", [np.full((32, 32, 3), 128, np.uint8)], 8)  # 1 frame
+    bad = tmp_path / "bad"
+    code, _, err = _cli(capsys, "score", "toy", "--root", str(root), "--out", str(bad),
+                        "--videos", str(videos), "--then-worst", "--quiet")
+    assert code not in (0, None) and "failed to score" in err
+    assert not (bad / "analyses").exists()

@@ -102,6 +102,8 @@ class TrackB(Benchmark):
         "stripping": "vidmem.benchmarks.vmem_track_b.analysis_stripping",
     }
     comparison_printer = "vidmem.benchmarks.vmem_track_b.compare:print_comparison"
+    #: `vidmem run vmem_track_b ... --strip-appearance` (issue 15's spelling)
+    analysis_flags = {"--strip-appearance": "stripping"}
 
     # ------------------------------------------------------------------ dataset
 
