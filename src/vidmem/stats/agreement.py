@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _stats
 from sklearn.metrics import cohen_kappa_score
 
 _LEAF_TYPES = (type(None), bool, int, float, str)
@@ -235,6 +234,7 @@ def _continuous(a: list, b: list) -> tuple:
     elif np.ptp(x) == 0.0 or np.ptp(y) == 0.0:
         notes.append("pearson_r undefined: a judge's values are constant")
     else:
+        from scipy import stats as _stats  # 1.2 s to import: only when used
         r = float(_stats.pearsonr(x, y)[0])
     return mad, r, notes
 

@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _stats
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,7 @@ def bootstrap_mean_ci(
         if np.ptp(x) == 0.0:
             low = high = float(x[0])
         else:
+            from scipy import stats as _stats  # 1.2 s to import: only when used
             res = _stats.bootstrap(
                 (x,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
                 method="percentile", random_state=np.random.default_rng(seed), vectorized=True,

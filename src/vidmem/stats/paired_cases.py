@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _stats
 
 __all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "PROTOCOL", "PairedDiff", "PairedWilcoxon",
            "RunningBest", "paired_arms", "paired_case_bootstrap", "paired_wilcoxon",
@@ -178,6 +177,7 @@ def paired_wilcoxon(
         return PairedWilcoxon(None, None, 0, 0, zero_method)
     if nz == 0:
         return PairedWilcoxon(0.0, 1.0, int(d.size), 0, zero_method)
+    from scipy import stats as _stats  # 1.2 s to import: only when used
     res = _stats.wilcoxon(d, zero_method=zero_method, alternative="two-sided", method="auto")
     return PairedWilcoxon(float(res.statistic), float(res.pvalue), int(d.size), nz, zero_method)
 
