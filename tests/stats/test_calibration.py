@@ -14,24 +14,26 @@ from vidmem.stats.calibration import PROTOCOL, Calibration, youden_threshold
 
 
 def _brute_force(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
-    """(cut, J) by trying every distinct score, highest cut first, exact fractions."""
+    """(cut, J) by trying every distinct score, highest first, in exact fractions: the
+    highest run of adjacent maximal-J scores, cut halfway below its lowest score."""
     from fractions import Fraction
 
-    best_cut, best_j = None, None
-    for c in sorted(set(pos) | set(neg), reverse=True):
-        j = Fraction(int((pos >= c).sum()), pos.size) - Fraction(int((neg >= c).sum()),
-                                                                  neg.size)
-        if best_j is None or j > best_j:
-            best_cut, best_j = c, j
-    return float(best_cut), float(best_j)
+    cands = sorted(set(pos) | set(neg), reverse=True)
+    js = [Fraction(int((pos >= c).sum()), pos.size) - Fraction(int((neg >= c).sum()), neg.size)
+          for c in cands]
+    i = js.index(max(js))
+    while i + 1 < len(cands) and js[i + 1] == js[i]:
+        i += 1
+    cut = cands[i] if i + 1 == len(cands) else (cands[i] + cands[i + 1]) / 2
+    return float(cut), float(js[i])
 
 
 def test_separated_uniform_ranges_are_split_perfectly():
     rng = np.random.default_rng(1)
     pos, neg = rng.uniform(0.6, 1.0, 500), rng.uniform(0.0, 0.4, 700)
     c = youden_threshold(pos, neg, name="toy")
-    assert neg.max() < c.cut <= pos.min()
-    assert c.cut == pos.min()  # the highest cut with J = 1 is the lowest positive
+    assert neg.max() < c.cut < pos.min()
+    assert c.cut == (pos.min() + neg.max()) / 2  # the widest margin between the controls
     assert (c.tpr, c.fpr, c.j, c.auc) == (1.0, 0.0, 1.0, 1.0)
     assert (c.n_positive, c.n_negative, c.name) == (500, 700, "toy")
     assert all(c.same(s) for s in pos) and not any(c.same(s) for s in neg)
@@ -56,9 +58,9 @@ def test_unequal_means_shift_the_cut():
 
 def test_ties_go_to_the_highest_cut_by_hand():
     # cut 0.8: TPR 2/3, FPR 0; cut 0.7: TPR 1, FPR 1/3 -- both J = 2/3 (in floats the
-    # second is larger by one ulp); the rule keeps 0.8
+    # second is larger by one ulp); the rule keeps 0.8's run, cut halfway down to 0.75
     c = youden_threshold([0.9, 0.8, 0.7], [0.2, 0.75, 0.1])
-    assert (c.cut, c.fpr) == (0.8, 0.0)
+    assert (c.cut, c.fpr) == (0.775, 0.0)
     assert c.tpr == pytest.approx(2 / 3)
     # 8 of 9 positive-negative orderings are right
     assert c.auc == pytest.approx(8 / 9)

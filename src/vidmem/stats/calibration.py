@@ -9,13 +9,17 @@ run.json) before any condition is scored.
 
 Rules (each in :data:`PROTOCOL` with its reason and source): a pair is called "same"
 when ``score >= cut``; the candidate cuts are the finite thresholds of
-``sklearn.metrics.roc_curve(drop_intermediate=False)`` (every distinct score); ties in
-J go to the highest cut (the lowest FPR); AUC is ``roc_auc_score`` (ties count a half).
+``sklearn.metrics.roc_curve(drop_intermediate=False)`` (every distinct score); of the
+runs of adjacent candidates with the maximal J the highest wins, and the cut is the
+midpoint between that run's lowest candidate and the next lower control score (the
+widest margin the controls allow: a cut ON a control score overfits that score); AUC is
+``roc_auc_score`` (ties count a half).
 
-Example:
+Example (J = 2/3 at 0.8 and at 0.7, not adjacent; the run {0.8} wins, and the cut is
+halfway down to the next score, 0.75):
     >>> c = youden_threshold([0.9, 0.8, 0.7], [0.2, 0.75, 0.1])
-    >>> c.cut, c.tpr, round(c.fpr, 4), round(c.j, 4), round(c.auc, 4)
-    (0.8, 0.6667, 0.0, 0.6667, 0.8889)
+    >>> c.cut, round(c.tpr, 4), round(c.fpr, 4), round(c.j, 4), round(c.auc, 4)
+    (0.775, 0.6667, 0.0, 0.6667, 0.8889)
 """
 
 from __future__ import annotations
@@ -51,9 +55,17 @@ PROTOCOL: dict[str, dict[str, str]] = {
         "source": "decided here",
     },
     "ties": {
-        "rule": "among cuts with the same maximal J the highest cut wins (lowest FPR); J is "
-                "compared exactly, as tp * N - fp * P in whole counts",
-        "reason": "a false 'same' is what inflates identity continuity; the stricter cut",
+        "rule": "J is piecewise constant in the cut and compared exactly, as tp * N - fp * P "
+                "in whole counts; of the runs of adjacent candidates (distinct control "
+                "scores, descending) with the maximal J the highest run wins (lowest FPR), "
+                "and the cut is the midpoint between that run's lowest candidate and the "
+                "next lower distinct control score (the lowest candidate itself when there "
+                "is none); separable controls: (min positive + max negative) / 2; the "
+                "reported TPR/FPR/J are those of score >= cut",
+        "reason": "the maximal margin between the controls: a cut ON a control score "
+                  "overfits it (with separated controls the cut sat on the lowest positive, "
+                  "and a same-entity return a hair below it was called different); the "
+                  "highest run because a false 'same' is what inflates identity continuity",
         "source": "decided here (the reference calibration code is not published)",
     },
     "auc": {
@@ -104,7 +116,8 @@ class Calibration:
         """Whether a score is over the cut.
 
         Example:
-            >>> youden_threshold([0.9], [0.1]).same(0.9), youden_threshold([0.9], [0.1]).same(0.5)
+            >>> c = youden_threshold([0.9], [0.1])  # cut 0.5
+            >>> c.same(0.5), c.same(0.49)
             (True, False)
         """
         return bool(score >= self.cut)
@@ -160,6 +173,21 @@ def _scores(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
     return arr
 
 
+def _midpoint(lowest: float, below: float | None) -> float:
+    """Halfway from a candidate cut down to the next lower score, never onto that score.
+
+    Example:
+        >>> _midpoint(0.8, 0.75), _midpoint(0.8, None), _midpoint(1.0, float(np.nextafter(1.0, 0)))
+        (0.775, 0.8, 1.0)
+    """
+    if below is None:
+        return lowest
+    mid = 0.5 * (lowest + below)
+    # two adjacent floats have no float between them: keep the candidate, so that
+    # score >= cut still calls exactly the scores >= lowest "same"
+    return mid if below < mid <= lowest else lowest
+
+
 def youden_threshold(positive: Sequence[float] | np.ndarray,
                      negative: Sequence[float] | np.ndarray, *, name: str = "") -> Calibration:
     """The Youden-optimal cut of positive vs negative control scores.
@@ -175,10 +203,10 @@ def youden_threshold(positive: Sequence[float] | np.ndarray,
     Raises:
         UserInputError: an empty or non-finite score list.
 
-    Example:
+    Example (separable: halfway between the lowest positive and the highest negative):
         >>> c = youden_threshold([0.6, 0.7, 0.9], [0.1, 0.3, 0.4])
         >>> c.cut, c.tpr, c.fpr, c.auc
-        (0.6, 1.0, 0.0, 1.0)
+        (0.5, 1.0, 0.0, 1.0)
     """
     pos, neg = _scores(positive, "positive"), _scores(negative, "negative")
     y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(neg.size, np.int8)])
@@ -188,10 +216,14 @@ def youden_threshold(positive: Sequence[float] | np.ndarray,
     # would go to whichever rounding error is larger.
     tp, fp = np.rint(tpr * pos.size).astype(np.int64), np.rint(fpr * neg.size).astype(np.int64)
     j = np.where(np.isfinite(thr), tp * neg.size - fp * pos.size, np.iinfo(np.int64).min)
-    # roc_curve lists thresholds in decreasing order, so argmax (the first maximum) is
-    # the highest cut among ties: PROTOCOL["ties"].
-    best = int(np.argmax(j))
-    return Calibration(cut=float(thr[best]), tpr=float(tpr[best]), fpr=float(fpr[best]),
+    # roc_curve lists thresholds in decreasing order, so argmax (the first maximum) opens
+    # the highest run of maximal J; the run ends before the first lower J: PROTOCOL["ties"].
+    start = int(np.argmax(j))
+    below_max = np.flatnonzero(j[start:] != j[start])
+    low = start + (int(below_max[0]) - 1 if below_max.size else thr.size - 1 - start)
+    cut = _midpoint(float(thr[low]), float(thr[low + 1]) if low + 1 < thr.size else None)
+    # no control score lies in [cut, thr[low]), so the rates at the cut are those at thr[low]
+    return Calibration(cut=cut, tpr=float(tpr[low]), fpr=float(fpr[low]),
                        auc=float(roc_auc_score(y, s)), n_positive=int(pos.size),
                        n_negative=int(neg.size), fpr_curve=tuple(map(float, fpr)),
                        tpr_curve=tuple(map(float, tpr)), thresholds=tuple(map(float, thr)),

@@ -52,14 +52,17 @@ PROTOCOL: dict[str, dict[str, str]] = {
     },
     "plateau": {
         "rule": "beside each cut, the lowest and highest candidate cut with the maximal J "
-                "(cuts_with_max_j); the cut itself is the highest (stats/calibration.py ties)",
+                "(cuts_with_max_j); the cut itself lies halfway below the highest run of "
+                "them (stats/calibration.py ties)",
         "reason": "with separated controls every cut between the highest negative and the "
                   "lowest positive has J = 1; the reader sees how wide that range is",
         "source": "decided here",
     },
     "frozen": {
-        "rule": "the cuts are computed and stored in the result (and in "
-                "RUN/analyses/identity.calibration.json) before any unit is called",
+        "rule": "the cuts are computed and frozen in run.json (calibration.identity, one "
+                "entry per measuring settings) before any unit is called; a stored entry "
+                "is reused, and refused when the controls changed (recalibrate=true "
+                "replaces it)",
         "reason": "a cut tuned on the conditions would bias their comparison",
         "source": "PROTOCOLS.md section 4 ('fixed before any condition is scored')",
     },
@@ -91,7 +94,7 @@ def calibrate(controls: Mapping[str, Sequence[Mapping[str, Any]]], name: str = "
         >>> c = calibrate({"positive": [{"kind": "prop", "score": 0.9}],
         ...                "negative": [{"kind": "prop", "score": 0.2}]})
         >>> c["prop"]["cut"], c["character"]["cut"], c["character"]["why"]
-        (0.9, None, 'no positive or negative control pairs')
+        (0.55, None, 'no positive or negative control pairs')
     """
     out: dict[str, dict[str, Any]] = {}
     for kind in kinds:
@@ -113,7 +116,7 @@ def calibrate(controls: Mapping[str, Sequence[Mapping[str, Any]]], name: str = "
 
 
 def _plateau(cal: Calibration) -> dict[str, float]:
-    """The lowest and highest candidate cut reaching the maximal J (the cut is the highest).
+    """The lowest and highest candidate cut reaching the maximal J (the whole range).
 
     Example:
         >>> _plateau(youden_threshold([0.9, 0.8], [0.1, 0.5]))
