@@ -170,6 +170,10 @@ class RunManifest(BaseModel):
         status: ``running`` | ``complete`` | ``failed``.
         counts: item counts (total, done, error...).
         finished_at: UTC ISO time the run completed or failed, else ``None``.
+        calibration: analysis -> settings key -> a calibration frozen before the
+            analysis scored anything (:meth:`RunDir.freeze_calibration`); like
+            ``counts`` and ``backends`` it is not part of the run's identity, and older
+            run.json files without it read as ``{}``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -189,8 +193,9 @@ class RunManifest(BaseModel):
     status: RunStatus = "running"
     counts: dict[str, int] = Field(default_factory=dict)
     finished_at: str | None = None
+    calibration: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
 
-    @field_validator("config", "seeds", "protocol", mode="before")
+    @field_validator("config", "seeds", "protocol", "calibration", mode="before")
     @classmethod
     def _json_data(cls, v: Any, info: Any) -> Any:
         if isinstance(v, Mapping):

@@ -48,7 +48,7 @@ import numpy as np
 
 from vidmem.errors import StoreError, UserInputError
 from vidmem.io.jsonl import read_jsonl, write_jsonl
-from vidmem.runners import run_lock
+from vidmem.runners import frozen_calibration, run_lock
 from vidmem.runners.item_rows import STORE_SCHEMA_VERSION, StoredItem
 from vidmem.runners.item_rows import ItemStatus as ItemStatus  # re-exported
 from vidmem.runners.item_store import ItemStore
@@ -250,10 +250,12 @@ class RunDir:
             )
         _refuse_backend_conflicts(root, old.backends, manifest.backends)
         backends = {**old.backends, **manifest.backends}
+        kept = {"backends": backends, "calibration": frozen_calibration.merge_kept(
+            old.calibration, manifest.calibration)}  # frozen cuts survive --resume
         items_missing = not (root / ITEMS_DB).exists()
         if old.status == "complete" and not items_missing:
-            run = cls(root, old.model_copy(update={"backends": backends}), "complete")
-            if backends != old.backends:
+            run = cls(root, old.model_copy(update=kept), "complete")
+            if kept["backends"] != old.backends or kept["calibration"] != old.calibration:
                 run.save()
             ItemStore(run.items_path, create=False).close()
             return run
@@ -266,7 +268,7 @@ class RunDir:
             )
         run = cls(
             root,
-            old.model_copy(update={"backends": backends, "status": "running", "finished_at": None}),
+            old.model_copy(update={**kept, "status": "running", "finished_at": None}),
             "resumed",
         )
         run.save()
@@ -372,6 +374,33 @@ class RunDir:
         merged = {**self.manifest.backends, **records}
         self.manifest = self.manifest.model_copy(update={"backends": merged})
         self.save()
+
+    def freeze_calibration(self, analysis: str, key: str, data: Mapping[str, Any], *,
+                           controls_sha256: str, replace: bool = False,
+                           fix: str = "rerun the analysis with --opt recalibrate=true to "
+                                      "replace it") -> dict[str, Any]:
+        """Freeze ``data`` as run.json's ``calibration[analysis][key]``; return the entry.
+
+        An entry from the same controls is reused as stored; one from other controls is
+        refused unless ``replace`` (rules: :mod:`vidmem.runners.frozen_calibration`).
+        run.json is read again under the run's lock, so a concurrent writer is not undone.
+
+        Raises:
+            UserInputError: the stored entry came from other controls (``fix`` is the hint).
+            StoreError: run.json is unreadable, or another process is writing the run.
+        """
+        release = run_lock.acquire(self.path)
+        try:
+            fresh = read_manifest(self.run_json)
+            block, entry, changed = frozen_calibration.with_entry(
+                fresh.calibration, analysis, key, data, controls=controls_sha256,
+                frozen_at=utc_now(), replace=replace, where=str(self.path), fix=fix)
+            self.manifest = fresh.model_copy(update={"calibration": block})
+            if changed:
+                self.save()
+            return entry
+        finally:
+            release()
 
     # -- scores ---------------------------------------------------------------------
 
