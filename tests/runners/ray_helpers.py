@@ -52,3 +52,13 @@ def killable_ray_run(run_dir: str, log: str, n: int, sleep: float, address: str)
     spec = ExecutorSpec(kind="ray", workers=2, address=address, batch_size=1)
     execute(run.items(), items, crash_once_fn, executor=spec, quiet=True)
     run.set_status("complete")
+
+
+def pid_warmup() -> dict:
+    """A warmup that says which process ran it (the actor's, not the driver's)."""
+    return {"pid": os.getpid()}
+
+
+def failing_warmup() -> dict:
+    """A warmup that fails the way a missing weights file would."""
+    raise FileNotFoundError("weights not found: /nowhere/model.safetensors")

@@ -123,6 +123,40 @@ def test_cmbench_scores_are_byte_identical_across_executors_and_workers(
     run_json = json.loads((tmp_path / "ray-2" / "run.json").read_text("utf-8"))
     assert run_json["protocol"]["execution"] == es.PROTOCOL
     assert "--executor" in run_json["command"]
+    # on Ray the driver loads no model: the record of the backends comes from a worker
+    # and is the local one's, word for word
+    local = json.loads((tmp_path / "local-1" / "run.json").read_text("utf-8"))
+    assert run_json["backends"] == local["backends"] and local["backends"]
+
+
+def test_on_ray_the_driver_loads_no_model(cluster, cmbench_sim, tmp_path, capsys):
+    from vidmem.runners import benchmark_run as runner
+
+    data, videos = cmbench_sim
+    runner._BACKENDS.clear()
+    _cli(capsys, "score", "cmbench", "--root", str(data), "--continuations", str(videos),
+         "--preset", "offline", "--out", str(tmp_path / "ray"), "--executor", "ray",
+         "--workers", "2", "--quiet")
+    assert not runner._BACKENDS, "the driver loaded the scorer's models"
+    assert json.loads((tmp_path / "ray" / "run.json").read_text("utf-8"))["backends"]
+
+
+def test_each_actor_runs_the_warmup_once_before_its_items(cluster, tmp_path):
+    n = 6
+    run = RunDir.create(tmp_path / "run", _manifest(n))
+    with run.items() as store:
+        summary = execute(store, _items(n), helpers.crash_once_fn, quiet=True,
+                          executor=ExecutorSpec(kind="ray", workers=2), warmup=helpers.pid_warmup)
+    assert summary.computed == n and summary.prepared["pid"] != os.getpid()
+    run2 = RunDir.create(tmp_path / "run2", _manifest(n))
+    with run2.items() as store:
+        with pytest.raises(UserInputError) as err:
+            execute(store, _items(n), helpers.crash_once_fn, quiet=True,
+                    executor=ExecutorSpec(kind="ray", workers=2),
+                    warmup=helpers.failing_warmup)
+        assert not list(store.iter_items())  # nothing computed
+    assert "could not prepare" in str(err.value) and "weights not found" in str(err.value)
+    assert "load the models" in err.value.hint
 
 
 def test_track_b_closed_loop_is_byte_identical_across_executors_and_workers(

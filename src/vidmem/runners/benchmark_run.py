@@ -87,6 +87,19 @@ def _backends(bench: Benchmark, config_json: str, judge_cache: str | None = None
     return _BACKENDS[key]
 
 
+def _backend_records(bench: Benchmark, config_json: str,
+                     judge_cache: str | None = None) -> dict[str, Any]:
+    """Load the backends in this process (a Ray actor's warmup) and describe them for
+    run.json: on Ray the driver loads no model, so the record comes from a worker."""
+    return dict(bench.backend_infos(_backends(bench, config_json, judge_cache)))
+
+
+def _driver_loads(executor: ExecutorSpec | None) -> bool:
+    """Whether this process loads the scorer's models itself: always, but on Ray, where
+    the driver may be a head node with neither the GPUs nor the memory of the workers."""
+    return executor is None or executor.kind != "ray"
+
+
 def _config_json(config: Any) -> str:
     return json.dumps(config.to_dict(), sort_keys=True)
 
@@ -213,12 +226,17 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
                                         **dict(requests or {}))]
     with run.items() as store:
         done_before = store.done_keys()
-        if any(item.key not in done_before for item in items):
+        if any(item.key not in done_before for item in items) and _driver_loads(executor):
             # Load the backends here first: a bad option or missing weights is one clear
-            # error now, not the same error stored once per item.
+            # error now, not the same error stored once per item (on Ray every actor
+            # loads them before its first item, with the same effect).
             _backends(bench, _config_json(config), cache)
+        warmup = None if _driver_loads(executor) else partial(
+            _backend_records, bench, _config_json(config), cache)
         summary = execute(store, items, partial(_score_work, bench, judge_cache=cache),
-                          executor=executor, progress=not quiet, quiet=quiet)
+                          executor=executor, progress=not quiet, quiet=quiet, warmup=warmup)
+        if summary.prepared:
+            run.set_backends(summary.prepared)
         keys = {i.key for i in items}
         stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in keys}
     rows = []
@@ -345,10 +363,11 @@ def run_benchmark(
                 scan.raise_if_missing()
     run = open_run(bench, ds, out, config, extra, resume=resume, overwrite=overwrite,
                    argv=sys.argv if argv is None else argv)
-    if gen:
+    if gen and _driver_loads(executor):
         # The scorer's models (a judge's weights, a deck) load first: a bad option is one
         # clear error now, not after every rollout was generated (or per rollout, for a
-        # benchmark whose generation asks the judge, like MIST's M3-Agent arms).
+        # benchmark whose generation asks the judge, like MIST's M3-Agent arms). On Ray
+        # the driver loads no model: the scoring actors check them when scoring starts.
         _backends(bench, _config_json(config),
                   None if judge_cache is None else str(Path(judge_cache).expanduser().resolve()))
         g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet,

@@ -76,6 +76,7 @@ def execute(
     progress: bool = True,
     quiet: bool = False,
     executor: ExecutorSpec | None = None,
+    warmup: Callable[[], Any] | None = None,
 ) -> ExecutionSummary:
     """Compute ``fn`` for every item whose key is not yet done, saving each result.
 
@@ -93,6 +94,11 @@ def execute(
         executor: where to compute (``local`` or ``ray``, and how many workers); when
             given, its ``workers`` replaces ``workers``. On Ray every worker must see
             the store's folder (the run directory) at the same path.
+        warmup: on Ray, every actor calls ``warmup()`` before its first item (e.g. to
+            load the models, so the driver need not) and the first actor's return value
+            becomes ``ExecutionSummary.prepared``; a worker whose warmup raises stops the
+            run before any item, with its error. Not called by the local executor (the
+            caller has everything in this process already).
 
     Returns:
         An :class:`ExecutionSummary`. ``total == cached + computed + errors``.
@@ -149,13 +155,15 @@ def execute(
         def tick() -> None:
             bar.update(task, advance=1, note=f"({cached} cached, {rec.errors} errors)")
 
+        prepared = None
         with bar:
             if not todo:
                 pass
             elif executor.kind == "ray":
                 from vidmem.runners.executor_ray import run_ray
 
-                run_ray(todo, fn, executor, rec, tick, probe_dir=db.path.parent)
+                prepared = run_ray(todo, fn, executor, rec, tick, probe_dir=db.path.parent,
+                                   warmup=warmup)
             elif workers == 1:
                 run_inline(todo, fn, rec, tick)
             else:
@@ -170,6 +178,7 @@ def execute(
             errors=rec.errors,
             seconds=time.perf_counter() - start,
             error_samples=tuple(rec.samples),
+            prepared=prepared,
         )
         if summary.errors and not quiet:
             from rich.console import Console

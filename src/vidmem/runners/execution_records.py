@@ -102,6 +102,8 @@ class ExecutionSummary:
         errors: items whose computation raised (stored with status ``error``).
         seconds: wall-clock duration.
         error_samples: up to five ``(item_id, first line of the error)`` pairs.
+        prepared: what ``warmup`` returned on the first remote worker (Ray), ``None``
+            when no remote worker ran it.
     """
 
     total: int
@@ -110,6 +112,7 @@ class ExecutionSummary:
     errors: int
     seconds: float
     error_samples: tuple[tuple[str, str], ...] = field(default=())
+    prepared: Any = None
 
     @property
     def ok(self) -> bool:

@@ -53,11 +53,18 @@ class ItemWorker:
         limit_threads(threads)  # the actor reserved one CPU
         self.fn = fn
 
-    def check(self, probe: str | None, token: str | None,
-              shared: tuple[str, ...]) -> dict[str, Any]:
+    def check(self, probe: str | None, token: str | None, shared: tuple[str, ...],
+              warmup: Callable[[], Any] | None = None) -> dict[str, Any]:
+        from vidmem.runners.execution_loops import _format_exception
         from vidmem.runners.ray_session import check_paths, node_of_this_worker
 
-        return {**node_of_this_worker(), "problems": check_paths(probe, token, shared)}
+        answer = {**node_of_this_worker(), "problems": check_paths(probe, token, shared)}
+        if warmup is not None and not answer["problems"]:
+            try:  # e.g. the models load here, once per actor, and not on the driver
+                answer["prepared"] = warmup()
+            except Exception as exc:  # noqa: BLE001 - reported to the driver, by node
+                answer["warmup_error"] = _format_exception(exc)
+        return answer
 
     def run(self, items: list[Any]) -> list[tuple[bool, Any]]:
         return [_call(self.fn, item) for item in items]
@@ -124,8 +131,10 @@ def _batches(todo: list[Any], size: int) -> deque[list[Any]]:
     return deque(todo[i:i + size] for i in range(0, len(todo), size))
 
 
-def _start(ray: Any, pool: _Pool, spec: ExecutorSpec, n: int, probe_dir: Path | None) -> None:
-    """Make ``n`` actors and check that each sees the run directory and shared folders."""
+def _start(ray: Any, pool: _Pool, spec: ExecutorSpec, n: int, probe_dir: Path | None,
+           warmup: Callable[[], Any] | None = None) -> Any:
+    """Make ``n`` actors, check that each sees the run directory and shared folders and
+    has run ``warmup``; return the first actor's warmup result."""
     from vidmem.runners.ray_session import write_probe
 
     probe, token = write_probe(probe_dir) if probe_dir is not None else (None, None)
@@ -134,8 +143,8 @@ def _start(ray: Any, pool: _Pool, spec: ExecutorSpec, n: int, probe_dir: Path | 
             actor = pool.make()
             pool.live.append(actor)
             pool.load[id(actor)] = 0
-        refs = [a.check.remote(None if probe is None else str(probe), token, spec.shared)
-                for a in pool.live]
+        refs = [a.check.remote(None if probe is None else str(probe), token, spec.shared,
+                               warmup) for a in pool.live]
         ready, waiting = ray.wait(refs, num_returns=len(refs), timeout=es.START_TIMEOUT_SECONDS)
         if waiting:
             raise VidmemError(
@@ -163,6 +172,17 @@ def _start(ray: Any, pool: _Pool, spec: ExecutorSpec, n: int, probe_dir: Path | 
             hint="vidmem passes videos between the driver and the workers as paths: mount "
             "the run directory (--out), the dataset and the videos at the same path on "
             "every node (e.g. NFS), or run with --executor local")
+    failed = [a for a in answers if a.get("warmup_error")]
+    if failed:
+        a = failed[0]
+        first = a["warmup_error"].splitlines()[0]
+        raise UserInputError(
+            f"--executor ray: {len(failed)} of {n} workers could not prepare (node "
+            f"{a['node_ip']}, {a['host']}): {first}",
+            hint="on Ray the workers load the models, not the driver: the weights and "
+            "options must be valid on every node (`vidmem doctor --executor ray` checks "
+            "them); nothing was computed")
+    return answers[0].get("prepared") if answers else None
 
 
 def _ray_failure(exc: BaseException, tries: int) -> str:
@@ -174,12 +194,18 @@ def _ray_failure(exc: BaseException, tries: int) -> str:
 
 
 def run_ray(todo: list[Any], fn: Callable[[Any], Any], spec: ExecutorSpec, rec: Recorder,
-            tick: Callable[[], None], *, probe_dir: Path | None) -> None:
+            tick: Callable[[], None], *, probe_dir: Path | None,
+            warmup: Callable[[], Any] | None = None) -> Any:
     """Compute ``todo`` on Ray actors; the driver records every outcome through ``rec``.
 
     Args:
         probe_dir: the run directory, which every worker must see (``None``: only
             ``spec.shared`` is checked).
+        warmup: run by every actor before its first item (see
+            :func:`~vidmem.runners.execute.execute`).
+
+    Returns:
+        The first actor's ``warmup()`` result (``None`` without a warmup).
 
     Raises:
         MissingDependencyError: ``ray`` is not installed.
@@ -214,7 +240,7 @@ def run_ray(todo: list[Any], fn: Callable[[Any], Any], spec: ExecutorSpec, rec: 
     max_in_a_row = es.MAX_ACTOR_RESTARTS + spec.workers
     in_a_row = 0
     try:
-        _start(ray, pool, spec, min(spec.workers, len(queue)), probe_dir)
+        prepared = _start(ray, pool, spec, min(spec.workers, len(queue)), probe_dir, warmup)
         pool.submit(queue, suspects)
         while pool.in_flight:
             ready, _ = ray.wait(list(pool.in_flight), num_returns=1)
@@ -250,4 +276,5 @@ def run_ray(todo: list[Any], fn: Callable[[Any], Any], spec: ExecutorSpec, rec: 
             pool.submit(queue, suspects)
     finally:
         pool.close()
+    return prepared
 
