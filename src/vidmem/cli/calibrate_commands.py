@@ -1,9 +1,12 @@
 """`vidmem calibrate BENCHMARK RUN`: the frozen similarity cuts of a run, with their ROC.
 
-Printing only. A benchmark's analysis that calibrates a threshold exposes
-``read_calibration(run_path) -> {kind: Calibration.to_dict() | {"cut": None, "why"}}``
-(see :mod:`vidmem.stats.calibration`); this command finds the declared analyses that
-do, and prints per kind the ROC points, the cut, its TPR and FPR, and the AUC.
+Printing only. A benchmark's analysis that calibrates a threshold freezes it in run.json
+(``calibration[analysis][key]``, :meth:`vidmem.runners.store.RunDir.freeze_calibration`)
+and exposes ``read_calibration(run_path) -> {key: entry} | None``, where ``key`` names
+the measuring settings and ``entry["kinds"]`` maps each kind to
+``Calibration.to_dict()`` or ``{"cut": None, "why": ...}`` (see
+:mod:`vidmem.stats.calibration`). This command finds the declared analyses that do, and
+prints per entry and kind the ROC points, the cut, its TPR and FPR, and the AUC.
 """
 
 from __future__ import annotations
@@ -34,6 +37,28 @@ def _fmt(x: Any) -> str:
     return "n/a" if x is None else f"{x:.4f}" if isinstance(x, float) else str(x)
 
 
+def _cut_row(thresholds: list[float | None], cut: float) -> int:
+    """The ROC point whose rates the cut has: the lowest threshold still >= the cut (the
+    cut may lie between two control scores).
+
+    Example:
+        >>> _cut_row([None, 0.9, 0.8, 0.3], 0.55), _cut_row([None, 0.9], 0.9)
+        (2, 1)
+    """
+    rows = [i for i, t in enumerate(thresholds) if t is not None and t >= cut]
+    return rows[-1] if rows else -1
+
+
+def _print_entry(analysis: str, key: str, entry: Mapping[str, Any]) -> None:
+    n = entry.get("n_controls", {})
+    console.print(f"{analysis}: {key} (frozen in run.json at {entry.get('frozen_at', '?')}; "
+                  f"{n.get('positive', '?')} positive, {n.get('negative', '?')} negative "
+                  f"control pairs; controls sha256 {str(entry.get('controls_sha256'))[:12]})",
+                  highlight=False)
+    for kind, c in dict(entry.get("kinds", {})).items():
+        _print_kind(analysis, kind, c)
+
+
 def _print_kind(analysis: str, kind: str, c: Mapping[str, Any]) -> None:
     from rich.table import Table
 
@@ -46,8 +71,10 @@ def _print_kind(analysis: str, kind: str, c: Mapping[str, Any]) -> None:
     for col in ("threshold", "FPR", "TPR", ""):
         table.add_column(col)
     curve = c["curve"]
-    for t, fpr, tpr in zip(curve["thresholds"], curve["fpr"], curve["tpr"], strict=True):
-        mark = "<- cut" if t is not None and t == c["cut"] else ""
+    at = _cut_row(curve["thresholds"], c["cut"])
+    for i, (t, fpr, tpr) in enumerate(zip(curve["thresholds"], curve["fpr"], curve["tpr"],
+                                          strict=True)):
+        mark = f"<- cut {c['cut']:.4f}" if i == at else ""
         table.add_row("inf" if t is None else f"{t:.4f}", f"{fpr:.4f}", f"{tpr:.4f}", mark)
     console.print(table)
     console.print(f"cut {c['cut']:.4f} (same iff score >= cut)  TPR {c['tpr']:.4f}  "
@@ -61,7 +88,7 @@ def calibrate(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the frozen similarity cuts of RUN (per kind: ROC points, cut, TPR, FPR, AUC),
-    as the run's analyses wrote them before scoring any condition."""
+    as the run's analyses froze them in run.json before scoring any condition."""
     from vidmem.registry import BENCHMARKS
     from vidmem.runners.store import RunDir
 
@@ -79,6 +106,6 @@ def calibrate(
     if as_json:
         print_json(found)
         return
-    for analysis, kinds in found.items():
-        for kind, c in kinds.items():
-            _print_kind(analysis, kind, c)
+    for analysis, entries in found.items():
+        for key, entry in entries.items():
+            _print_entry(analysis, key, entry)

@@ -180,19 +180,21 @@ def test_faces_of_the_face_character_through_the_face_embedder(sim_run, analysed
 def test_the_cut_lies_between_the_controls_and_calibrate_prints_it(sim_run, analysed, capsys):
     base, _, _ = sim_run
     cal = analysed["result"]["calibration"]
-    early = json.loads((base / "run" / "analyses" / "identity.calibration.json").read_text())
-    assert early == cal  # written before the conditions were scored, and the same
+    frozen = RunDir.open(base / "run").manifest.calibration["identity"]
+    key = analysed["result"]["calibration_key"]
+    assert frozen[key]["kinds"] == cal  # frozen in run.json before scoring, and the same
     for kind in ("character", "prop", "location"):
         c = cal[kind]
         pos, neg = np.array(c["positive_scores"]), np.array(c["negative_scores"])
         assert len(pos) >= 3 and len(neg) >= 2, kind
-        assert neg.max() < c["cut"] <= pos.min(), kind  # separated controls: J = 1
+        assert neg.max() < c["cut"] < pos.min(), kind  # separated controls: J = 1
+        assert c["cut"] == (pos.min() + neg.max()) / 2, kind  # the midpoint
         assert (c["tpr"], c["fpr"]) == (np.mean(pos >= c["cut"]), np.mean(neg >= c["cut"]))
-        assert c["cuts_with_max_j"]["highest"] == c["cut"]
+        assert c["cuts_with_max_j"]["highest"] == pytest.approx(pos.min())
         assert c["cuts_with_max_j"]["lowest"] == pytest.approx(pos.min())
     code, out, err = cli(capsys, "calibrate", "vmem_track_b", str(base / "run"), "--json")
     assert code == 0, err
-    assert json.loads(out)["identity"] == cal
+    assert json.loads(out)["identity"] == frozen
     code, out, err = cli(capsys, "calibrate", "vmem_track_b", str(base / "run"))
     assert code == 0, err
     assert "identity / face: no cut (no negative control pairs)" in out
@@ -229,6 +231,9 @@ def test_refusals_resume_and_an_uncalibrated_run(sim_run, analysed, args, capsys
     assert again["result"]["table"] == analysed["result"]["table"]
     bare = tmp_path / "bare"
     shutil.copytree(run, bare, ignore=shutil.ignore_patterns("analyses"))
+    unfrozen = RunDir.open(bare)  # the cuts live in run.json now
+    unfrozen.manifest = unfrozen.manifest.model_copy(update={"calibration": {}})
+    unfrozen.save()
     code, _, err = cli(capsys, "calibrate", "vmem_track_b", str(bare))
     assert code == 2 and "no calibration written yet" in err
 
@@ -267,7 +272,7 @@ def test_the_pair_judge_gets_three_frames_of_each_clip(sim_run, analysed, args, 
 
 def test_condition_table_and_deltas_by_hand():
     cal = stats.calibrate({"positive": [{"kind": "prop", "score": 0.9}],
-                           "negative": [{"kind": "prop", "score": 0.3}]})
+                           "negative": [{"kind": "prop", "score": 0.5}]})  # cut 0.7
     row = {"family": "return_after_absence", "kind": "prop", "found_current": True,
            "found_previous": True}
     per_story = {"s1": {"none": [{**row, "score": -0.2}, {**row, "found_previous": False,

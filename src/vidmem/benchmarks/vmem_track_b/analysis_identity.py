@@ -8,8 +8,11 @@ analysis compares it with its own previous appearance in the same rollout:
    entity in both clips and embed the crops (:mod:`.analysis_identity_measure`); score
    = highest cosine over frame pairs found on both sides; control pairs alongside.
 3. **Calibrate, then freeze**: a Youden cut per kind from the controls of every story
-   (:mod:`.analysis_identity_stats`), written to ``RUN/analyses/identity.calibration.json``
-   before a single unit is called (``vidmem calibrate vmem_track_b RUN`` shows it).
+   (:mod:`.analysis_identity_stats`), frozen in run.json (``calibration.identity``, one
+   entry per measuring settings: :meth:`RunDir.freeze_calibration`) before a single unit
+   is called (``vidmem calibrate vmem_track_b RUN`` shows it). A frozen entry is reused
+   when the controls are the same and refused when they changed (more stories scored
+   since): ``--opt recalibrate=true`` replaces it.
 4. **Score** every condition with the frozen cuts: mean similarity, detection rates,
    same-entity rates per family, differences vs ``none`` (paired story bootstrap).
 5. **Pairwise VLM check** (only with ``--opt pair_judge=NAME``;
@@ -21,15 +24,12 @@ the run's ``judge/sim-cards`` weights), ``crop_embedder`` / ``place_embedder`` (
 ``classic/hsv-lbp``), ``frames`` (8), ``threshold`` (0.25), ``locations`` (true),
 ``face_embedder`` (e.g. ``face/arcface-onnx``; none: faces are skipped, and the result
 says so), ``segmenter`` (``card-alpha`` with sim-cards, else ``classic/grabcut``;
-``none``), ``pair_judge``.
+``none``), ``pair_judge``, ``recalibrate`` (false).
 Backend options: ``--backend-opt NAME:key=value``. Every rule is in :data:`PROTOCOL`.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +39,21 @@ from vidmem.benchmarks.vmem_track_b import analysis_identity_story as story_mod
 from vidmem.benchmarks.vmem_track_b.identity_units import FAMILIES
 from vidmem.benchmarks.vmem_track_b.identity_units import PROTOCOL as UNITS_PROTOCOL
 from vidmem.errors import UserInputError
+from vidmem.io.hashing import content_hash
+from vidmem.runners.frozen_calibration import controls_sha256
 from vidmem.stats.calibration import PROTOCOL as CALIBRATION_PROTOCOL
 
-__all__ = ["CALIBRATION_FILE", "NAME", "PROTOCOL", "read_calibration", "report", "run"]
+__all__ = ["NAME", "PROTOCOL", "calibration_key", "read_calibration", "report", "run"]
 
 NAME = "identity"
-#: written before any condition is scored; ``vidmem calibrate`` reads it when the
-#: analysis did not finish
-CALIBRATION_FILE = "identity.calibration.json"
+#: the settings that decide the control scores, so they name a frozen calibration
+_MEASURING = ("detector", "deck", "crop_embedder", "place_embedder", "frames", "threshold",
+              "segmenter", "face_embedder", "backend_options", "locations")
 
 _DEFAULTS = {"crop_embedder": "classic/hsv-lbp", "place_embedder": "classic/hsv-lbp",
              "frames": "8", "threshold": "0.25", "locations": "true"}
-_KNOWN = {"detector", "deck", "face_embedder", "pair_judge", "segmenter", *_DEFAULTS}
+_KNOWN = {"detector", "deck", "face_embedder", "pair_judge", "segmenter", "recalibrate",
+          *_DEFAULTS}
 
 PROTOCOL: dict[str, Any] = {
     "faces": {
@@ -143,27 +146,54 @@ def _settings(run: Any, options: Any, scorer: dict[str, Any]) -> dict[str, Any]:
             "pair_judge": opts.get("pair_judge") or None, "face_embedder": face}
 
 
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def read_calibration(run_path: str | Path) -> dict[str, Any] | None:
-    """The frozen calibration of a run: from ``analyses/identity.json`` when the analysis
-    finished, else from the file written before scoring; ``None`` when neither exists."""
-    folder = Path(run_path) / "analyses"
-    done = folder / f"{NAME}.json"
-    if done.is_file():
-        return json.loads(done.read_text(encoding="utf-8"))["result"]["calibration"]
-    early = folder / CALIBRATION_FILE
-    return json.loads(early.read_text(encoding="utf-8")) if early.is_file() else None
+    """The frozen calibrations of a run, from run.json: settings key -> entry (``kinds``:
+    kind -> cut, ROC...; ``settings``, ``controls_sha256``, ``frozen_at``); ``None`` when
+    the analysis has frozen none."""
+    from vidmem.runners.manifest import read_manifest
+
+    return dict(read_manifest(run_path).calibration.get(NAME) or {}) or None
+
+
+def calibration_key(settings: dict[str, Any]) -> str:
+    """The name of the measuring settings' frozen calibration: readable, then a short hash
+    of every setting that changes a control score.
+
+    Example:
+        >>> calibration_key({"crop_embedder": "a/b", "place_embedder": "c/d", "frames": 8}
+        ...                 ).startswith("a/b crops / c/d frames #")
+        True
+    """
+    measuring = {k: settings.get(k) for k in _MEASURING}
+    return (f"{settings['crop_embedder']} crops / {settings['place_embedder']} frames "
+            f"#{content_hash(measuring, length=10)}")
+
+
+def _control_scores(controls: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per side and kind, the sorted scores the cuts are fitted on (what the hash covers)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for side, rows in controls.items():
+        for c in rows:
+            if c["score"] is not None:
+                out.setdefault(side, {}).setdefault(str(c["kind"]), []).append(float(c["score"]))
+    return {side: {k: sorted(v) for k, v in kinds.items()} for side, kinds in out.items()}
+
+
+def _freeze(run: Any, options: Any, settings: dict[str, Any], name: str,
+            calibration: dict[str, Any], controls: dict[str, list[dict[str, Any]]]
+            ) -> tuple[str, dict[str, Any]]:
+    """Freeze the cuts in run.json (or reuse the entry frozen from the same controls)."""
+    key = calibration_key(settings)
+    replace = _bool("recalibrate", str(dict(options.opts).get("recalibrate", "false")))
+    entry = run.freeze_calibration(
+        NAME, key, {"name": name, "settings": {k: settings[k] for k in _MEASURING},
+                    "n_controls": {k: len(v) for k, v in controls.items()},
+                    "kinds": calibration},
+        controls_sha256=controls_sha256(_control_scores(controls)), replace=replace,
+        fix=f"rerun vidmem analyze vmem_track_b {run.path} --only identity with the same "
+            f"options and --opt recalibrate=true to replace it (every condition is then "
+            f"scored with the new cut)")
+    return key, entry
 
 
 def _measure(run: Any, options: Any, settings: dict[str, Any],
@@ -230,8 +260,9 @@ def run(run: Any, options: Any) -> dict[str, Any]:
             controls[side] += [{**c, "story_id": sid} for c in res["controls"][side]]
     name = f"{settings['crop_embedder']} crops / {settings['place_embedder']} frames"
     kinds = (*stats.KINDS, stats.FACE) if settings["face_embedder"] else stats.KINDS
-    calibration = stats.calibrate(controls, name=name, kinds=kinds)
-    _write_atomic(Path(run.path) / "analyses" / CALIBRATION_FILE, calibration)  # frozen
+    key, frozen = _freeze(run, options, settings, name,
+                          stats.calibrate(controls, name=name, kinds=kinds), controls)
+    calibration = frozen["kinds"]  # the stored cuts, whatever the fitting code says today
     units = {sid: res["units"] for sid, res in per_story.items()}
     table, counts = stats.condition_table(units, calibration)
     baseline = "none" if "none" in scorer["conditions"] else scorer["conditions"][0]
@@ -239,7 +270,8 @@ def run(run: Any, options: Any) -> dict[str, Any]:
                          seed=int(scorer.get("bootstrap_seed", 20260925)),
                          confidence=float(scorer.get("confidence", 0.95)))
     result: dict[str, Any] = {
-        "calibration": calibration, "settings": settings, "baseline": baseline,
+        "calibration": calibration, "calibration_key": key,
+        "calibration_frozen_at": frozen["frozen_at"], "settings": settings, "baseline": baseline,
         "conditions": list(scorer["conditions"]), "stories": sorted(per_story),
         "families": [*FAMILIES, "all", "location:return_after_absence",
                      "location:recent_return_sample"],
@@ -266,7 +298,8 @@ def report(rep: Any, data: dict[str, Any], run: Any) -> None:
              c.get("n_negative"), c.get("why", "")] for k, c in cal.items()]
     sec = rep.section("Identity: calibration (frozen before scoring)",
                       "Youden cut per kind on control pairs (positive: two disjoint frame sets "
-                      "of one clip; negative: two entities of the same kind and story).")
+                      "of one clip; negative: two entities of the same kind and story), "
+                      f"frozen in run.json as {data.get('calibration_key', '?')!r}.")
     sec.add(Table(["kind", "cut", "TPR", "FPR", "AUC", "positives", "negatives", "note"], rows))
     fams = [f for f in data["families"] if any(f in data["table"].get(c, {})
                                                for c in data["conditions"])]
