@@ -19,6 +19,9 @@ continuation with a chosen memory:
   ``seg_NNN``; :mod:`vidmem.sim.gen_story`); a request whose ``extras["shot"]`` is
   ``setup``, ``gap`` or ``reveal`` is a hidden-state container shot
   (:mod:`vidmem.sim.gen_mist`), whatever else it carries;
+* ``ignore_references=P`` (default 0, story segments only): a name the generator would
+  copy from a reference image is drawn as an impostor instead with probability ``P``
+  (truth source ``reference_ignored``: a synthesis failure, :mod:`vidmem.sim.gen_story`);
 * the prompt grammar in :mod:`vidmem.sim.prompts`: ``The <label> comes back into
   view.``, ``The camera pans back to the <place>.``, the six loop prompts; anything
   else is ignored (the continuation then just continues the last view).
@@ -85,6 +88,17 @@ def _positive(value: Any, name: str) -> float | None:
     return v
 
 
+def _probability(value: Any, name: str) -> float:
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        p = float("nan")
+    if isinstance(value, bool) or not 0.0 <= p <= 1.0:  # NaN fails the range too
+        raise UserInputError(f"sim generator {name}: expected a probability in [0, 1], "
+                             f"found {value!r}", hint=f"pass e.g. {name}=0.5, or 0 for none")
+    return p
+
+
 def _psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
     return 99.0 if mse == 0 else 10.0 * math.log10(255.0**2 / mse)
@@ -101,6 +115,9 @@ class SimGenerator:
             from a start image).
         fps: when given, overrides the frame rate (default: the request's, else the
             context's / start image's).
+        ignore_references: probability in ``[0, 1]`` that a story segment ignores a
+            reference that shows a name (drawn as an impostor); ``0`` (the default)
+            changes nothing.
 
     Raises:
         UserInputError: an unknown memory setting or a bad number.
@@ -110,7 +127,8 @@ class SimGenerator:
 
     def __init__(self, memory: str = "perfect", seed: int | str = 0,
                  duration_seconds: float | str | None = None,
-                 fps: float | str | None = None) -> None:
+                 fps: float | str | None = None,
+                 ignore_references: float | str = 0.0) -> None:
         self.memory = parse_memory(memory)
         try:
             self.seed = int(str(seed).strip())
@@ -119,14 +137,18 @@ class SimGenerator:
                                  hint="pass e.g. seed=0") from None
         self.duration_seconds = _positive(duration_seconds, "duration_seconds")
         self.fps = _positive(fps, "fps")
+        self.ignore_references = _probability(ignore_references, "ignore_references")
 
     def info(self) -> dict[str, Any]:
         """Plain data for the run log, including the memory knob."""
         # loop_forgetting: version of the memory-loop forgetting model (gen_loop), so a
         # run store never serves loop videos made by an older one.
-        return {"name": self.name, "version": SIM_VERSION,
+        info = {"name": self.name, "version": SIM_VERSION,
                 "loop_forgetting": LOOP_FORGETTING_VERSION, **self.memory.to_dict(),
                 "seed": self.seed, "duration_seconds": self.duration_seconds, "fps": self.fps}
+        if self.ignore_references > 0:  # only then: the default keeps every cache key
+            info["ignore_references"] = self.ignore_references
+        return info
 
     # -- protocol --------------------------------------------------------------------
 
@@ -253,7 +275,8 @@ class SimGenerator:
         from vidmem.sim.gen_story import generate_segment
 
         return generate_segment(req, out, knob=self.memory, seed=self.seed, fps=self.fps,
-                                duration=self.duration_seconds)
+                                duration=self.duration_seconds,
+                                ignore_references=self.ignore_references)
 
     def _rollout(self, req: GenerationRequest, spec: WorldSpec, out: Path) -> dict[str, Any]:
         actions, ignored = parse_prompt(req.prompt)

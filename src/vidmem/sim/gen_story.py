@@ -16,6 +16,12 @@ For each name the prompt mentions as present:
   *impostor*: another asset of the same kind (:func:`vidmem.sim.memory.impostor_for`),
   one copy. A name never introduced in the rollout is drawn as a random asset of the
   kind its vocabulary list says.
+* with ``ignore_references=P`` (default 0), a name the generator would copy from a
+  reference is, with probability ``P``, drawn as an impostor instead (source
+  ``reference_ignored``): a *synthesis* failure -- the reference handed over shows it,
+  the clip does not. The draw comes from the request's stream and is made only when
+  ``P > 0``, so ``P = 0`` writes the bytes it always wrote. Locations always follow
+  their reference.
 
 A temporal reference (``the group from the opening``,
 :func:`vidmem.sim.story_grammar.parse_temporal_references`) names no one: the generator
@@ -40,11 +46,12 @@ few pixels during the clip. Sprites beyond 6 are not drawn (reported).
 Truth sidecar ``X.mp4.truth.json``: ``{"request_id", "kind": "trackb_segment",
 "story", "segment_index", "memory", "prompt", "location": {"name", "place",
 "intended", "source", "correct"}, "entities": [{"name", "kind", "track_ids", "asset",
-"state", "count", "source" (prompt | memory | reference | impostor | leak),
-"intended": {"asset", "state", "count"} | null, "appearance_correct": bool | null,
-"gap_segments"}], "absent_mentions", "temporal_references": [{"phrase", "kind",
+"state", "count", "source" (prompt | memory | reference | reference_ignored | impostor
+| leak), "intended": {"asset", "state", "count"} | null, "appearance_correct": bool |
+null, "gap_segments"}], "absent_mentions", "temporal_references": [{"phrase", "kind",
 "present", "resolves_to" (a name, or null when unresolved)}], "leaked", "not_drawn",
-"unreadable_references", "frames": [per-frame truth as in vidmem.sim.render]}``.
+"unreadable_references", "frames": [per-frame truth as in vidmem.sim.render]}``, plus
+``"ignore_references": P`` when ``P > 0``.
 ``appearance_correct`` compares what was drawn with what the rollout's prompts
 established for the name.
 """
@@ -90,11 +97,25 @@ class _Planner:
     """Decides what one segment draws (one instance per request)."""
 
     def __init__(self, knob: MemoryKnob, rng: np.random.Generator, index: int,
-                 segment_seconds: float, script: dict[str, Any], refs: Any) -> None:
+                 segment_seconds: float, script: dict[str, Any], refs: Any,
+                 ignore_references: float = 0.0) -> None:
         self.knob, self.rng, self.index = knob, rng, index
         self.segment_seconds = segment_seconds
         self.script = {k: dict(v) for k, v in script.items()}
         self.refs = refs
+        self.ignore_references = float(ignore_references)
+
+    def ignores_reference(self) -> bool:
+        # no draw at P = 0: the stream, and so every clip, stays what it was
+        return self.ignore_references > 0.0 and float(self.rng.random()) < self.ignore_references
+
+    def impostor(self, mention: Any, entry: dict[str, Any] | None,
+                 drawn_assets: list[str]) -> tuple[str, str, int]:
+        if entry is not None:
+            other = impostor_for(entry["asset"], entry["state"], drawn_assets, self.rng)
+            return other[0], other[1], 1
+        pool = _KIND_ASSETS["character" if mention.kind == "character" else "prop"]
+        return pool[int(self.rng.integers(len(pool)))], "base", 1
 
     def remembers(self, entry: dict[str, Any] | None) -> bool:
         if entry is None:
@@ -139,14 +160,12 @@ class _Planner:
         elif self.remembers(entry):
             assert entry is not None
             look, source = (entry["asset"], entry["state"], int(entry["count"])), "memory"
+        elif name in self.refs.entities and self.ignores_reference():
+            look, source = self.impostor(mention, entry, drawn_assets), "reference_ignored"
         elif name in self.refs.entities:
             look, source = self.refs.entities[name], "reference"
-        elif entry is not None:
-            other = impostor_for(entry["asset"], entry["state"], drawn_assets, self.rng)
-            look, source = (other[0], other[1], 1), "impostor"
         else:
-            pool = _KIND_ASSETS["character" if mention.kind == "character" else "prop"]
-            look, source = (pool[int(self.rng.integers(len(pool)))], "base", 1), "impostor"
+            look, source = self.impostor(mention, entry, drawn_assets), "impostor"
         intended = None
         if entry is not None:
             entry = {**entry, "last_segment": self.index,
@@ -205,7 +224,8 @@ def _size(req: GenerationRequest, fps_override: float | None) -> tuple[int, int,
 
 
 def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, seed: int,
-                     fps: float | None = None, duration: float | None = None) -> dict[str, Any]:
+                     fps: float | None = None, duration: float | None = None,
+                     ignore_references: float = 0.0) -> dict[str, Any]:
     """Write one Track-B segment clip and its truth sidecar (semantics in the module doc).
 
     Args:
@@ -215,6 +235,8 @@ def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, see
         knob: the generator's memory setting.
         seed: generator seed (with the request id, seeds every random choice).
         fps, duration: overrides of the request's frame rate and length (seconds).
+        ignore_references: probability in ``[0, 1]`` of drawing an impostor instead of
+            copying a name from a reference (module doc).
 
     Returns:
         Extras for the generator's result (``GenerationResult.extras``).
@@ -228,7 +250,7 @@ def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, see
     script = dict(prev.info.get("script", {})) if prev is not None else {}
     refs = reference_view(req.references, clips)
     rng = request_rng(seed, req.request_id, "trackb")
-    plan = _Planner(knob, rng, index, seconds, script, refs)
+    plan = _Planner(knob, rng, index, seconds, script, refs, ignore_references)
     mentions = parse_mentions(req.prompt)
     position = {m.name: k for k, m in enumerate(mentions)}
     references = []
@@ -301,6 +323,8 @@ def generate_segment(req: GenerationRequest, out: Path, *, knob: MemoryKnob, see
            "temporal_references": references,
            "leaked": leaked, "not_drawn": not_drawn, "unreadable_references": refs.unreadable,
            "frames": frames_truth}
+    if ignore_references > 0:  # only then: a P = 0 sidecar keeps its old bytes
+        doc["ignore_references"] = float(ignore_references)
     truth_path.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True), encoding="utf-8")
     return {"n_frames": n, "fps": fps, "width": width, "height": height, "memory": knob.text,
             "story": story, "segment_index": index, "truth_path": str(truth_path),
