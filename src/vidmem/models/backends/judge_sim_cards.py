@@ -7,8 +7,11 @@ and the frames from ``request.images``; it never sees truth or world specs.
 
 Its ``weights`` are the sim's **card deck**, a folder of plain files written by
 :func:`vidmem.sim.cards.write_card_deck` (``deck.json``: the appearance phrases of the
-sim grammar, and PNG cards of every entity state and place). The judge knows the sim
-only through that folder, so it imports nothing from :mod:`vidmem.sim`.
+sim grammar, and PNG cards of every entity state and place; read by
+:class:`~vidmem.models.backends.judge_sim_cards_deck.CardDeck`). The judge knows the sim
+only through that folder, so it imports nothing from :mod:`vidmem.sim`. ``vidmem
+run|score`` on a sim build finds the deck at ``ROOT/_cards`` by itself
+(:mod:`vidmem.benchmarks.sim_deck`).
 
 Roster lines are dicts: ``entity_id`` (required), ``name``, ``kind`` (``character`` |
 ``prop`` | ``location``), ``appearance`` (the current-state text), and optional cues
@@ -28,8 +31,9 @@ Decision rule, per roster line:
 3. **Presence** (characters, props): the frames (at most ``max_frames``, evenly
    spaced) are searched for every card with the image-guided ``classic/sift`` detector
    (SIFT + RANSAC homography, score threshold ``threshold``). A counted group (``Three
-   gold coins.``) is searched with the copies variant of :class:`_CardSift`, because
-   identical copies defeat Lowe's ratio test. A frame is a *hit* when some card is
+   gold coins.``) is searched with the copies variant
+   (:class:`~vidmem.models.backends.judge_sim_cards_sift.CardSift`), because identical
+   copies defeat Lowe's ratio test. A frame is a *hit* when some card is
    detected; the entity is present when hits >= ``ceil(min_fraction * frames)``
    (default: half the frames, at least one).
 4. **State** (only when the line has ``state`` or ``states``; ``null`` when absent):
@@ -59,221 +63,35 @@ The answer is ``data = {"items": [{entity_id, present, state, count, instance_ma
 ``judge="judge/sim-cards"``; a payload without a roster list is ``status="error"``.
 """
 
+
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import math
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
-from PIL import Image
 
-from vidmem.errors import MissingDependencyError, UserInputError, VidmemError
+from vidmem.errors import UserInputError, VidmemError
 from vidmem.models.backends.base import BackendBase
-from vidmem.models.backends.classic_sift import SiftDetector
 from vidmem.models.backends.judge_common import ManyJudging
+from vidmem.models.backends.judge_sim_cards_deck import CardDeck, Look
+from vidmem.models.backends.judge_sim_cards_deck import hsv_histogram as _hist
+from vidmem.models.backends.judge_sim_cards_sift import CardSift as _CardSift
 from vidmem.models.backends.judge_sim_mist import TASKS as HIDDEN_STATE_TASKS
 from vidmem.models.backends.judge_sim_mist import answer_hidden_state
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
+# CardDeck, Look (the deck) and _CardSift (the copies-aware SIFT) live beside this module
+# and are named here too, so imports from before the split keep working.
 __all__ = ["MAX_COUNT", "CardDeck", "Look", "SimCardJudge"]
 
 #: most copies counted per frame.
 MAX_COUNT = 6
 _ABSTAIN = "abstain"
-_DECK_FORMAT = "vidmem-card-deck"
-_DECK_VERSIONS = (1,)
-
-
-@dataclass(frozen=True)
-class Look:
-    """A phrase of the deck, read: what an appearance text shows.
-
-    Attributes:
-        asset: entity asset id, or ``None`` for a location.
-        state: the asset's state (``base`` for locations).
-        count: copies shown (1 unless a counted group).
-        place: place id for a location, else ``None``.
-    """
-
-    asset: str | None
-    state: str = "base"
-    count: int = 1
-    place: str | None = None
-
-
-def _key(text: str) -> str:
-    """The deck's ``key_rule``: lower-case, whitespace runs to one space, no trailing '. '."""
-    return " ".join(text.lower().split()).rstrip(". ")
-
-
-def _hist(img: np.ndarray) -> np.ndarray:
-    hsv = cv2.cvtColor(np.ascontiguousarray(img), cv2.COLOR_RGB2HSV)
-    h = cv2.calcHist([hsv], [0, 1, 2], None, [12, 4, 4], [0, 180, 0, 256, 0, 256]).ravel()
-    return h / max(float(np.linalg.norm(h)), 1e-12)
-
-
-class CardDeck:
-    """A card deck folder (written by :func:`vidmem.sim.cards.write_card_deck`), read lazily.
-
-    Args:
-        root: the deck folder (holding ``deck.json``).
-
-    Raises:
-        MissingDependencyError: no readable ``deck.json`` in ``root``.
-        UserInputError: ``deck.json`` is not a card deck of a known version.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        doc_path = self.root / "deck.json"
-        where = f"judge/sim-cards card deck {doc_path}"
-        try:
-            doc = json.loads(doc_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise MissingDependencyError(
-                f"{where}: not found", hint="write the deck with "
-                "vidmem.sim.cards.write_card_deck(DIR) and pass weights=DIR") from None
-        except (OSError, ValueError) as exc:
-            raise UserInputError(f"{where}: unreadable ({exc})",
-                                 hint="rewrite it with vidmem.sim.cards.write_card_deck") from None
-        if not (isinstance(doc, dict) and doc.get("format") == _DECK_FORMAT
-                and doc.get("version") in _DECK_VERSIONS):
-            found = (doc.get("format"), doc.get("version")) if isinstance(doc, dict) else doc
-            raise UserInputError(
-                f"{where}: expected format {_DECK_FORMAT!r} version {_DECK_VERSIONS}, "
-                f"found {found!r}", hint="rewrite it with vidmem.sim.cards.write_card_deck")
-        self.card_scale = float(doc["card_scale"])
-        self._phrases = {str(k): Look(v[0], str(v[1]), int(v[2]), v[3])
-                         for k, v in doc["phrases"].items()}
-        self._cards: dict[str, dict[str, str]] = doc["cards"]
-        self._places: dict[str, dict[str, str]] = doc["places"]
-        self._loaded: dict[str, np.ndarray] = {}
-
-    def parse(self, text: Any) -> Look | None:
-        """Read an appearance text; anything outside the deck's phrases gives ``None``."""
-        return self._phrases.get(_key(text)) if isinstance(text, str) else None
-
-    def _read(self, entry: dict[str, str], what: str) -> np.ndarray:
-        path = self.root / entry["file"]
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UserInputError(f"judge/sim-cards card deck: {what} {path} unreadable ({exc})",
-                                 hint="rewrite the deck with vidmem.sim.cards.write_card_deck"
-                                 ) from None
-        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise UserInputError(
-                f"judge/sim-cards card deck: {path} does not match its SHA-256 in deck.json",
-                hint="the deck was edited after it was written; rewrite it with "
-                "vidmem.sim.cards.write_card_deck")
-        with Image.open(path) as im:
-            out = np.array(im)
-        out.setflags(write=False)
-        return out
-
-    def card(self, asset: str, state: str) -> np.ndarray:
-        """``(h, w, 4)`` uint8 card of an entity state: RGB over mid grey, alpha last."""
-        key = f"{asset}|{state}"
-        if key not in self._loaded:
-            entry = self._cards.get(key)
-            if entry is None:
-                raise UserInputError(
-                    f"judge/sim-cards card deck {self.root}: no card for {asset!r} in state "
-                    f"{state!r}", hint="rewrite the deck with this vidmem version")
-            self._loaded[key] = self._read(entry, "card")
-        return self._loaded[key]
-
-    @functools.cached_property
-    def place_hists(self) -> dict[str, np.ndarray]:
-        """Place id -> HSV histogram of its image (unit norm)."""
-        return {pid: _hist(self._read(self._places[pid], "place image"))
-                for pid in sorted(self._places)}
-
-
-class _CardSift(SiftDetector):
-    """``classic/sift`` with two additions for judging many cards on a few frames.
-
-    * Frame keypoints are computed once per judge call (cached by content hash,
-      cleared by :meth:`clear`); results are unchanged.
-    * :meth:`detect_copies` finds *identical copies* of a card. Lowe's ratio test
-      (nearest vs second-nearest frame descriptor) rejects every match when the frame
-      holds two copies, so here it runs the other way: each frame keypoint's two
-      nearest *card* keypoints. A RANSAC homography is fitted, checked exactly as in
-      ``classic/sift`` (``_plausible``), its box reported, the matches inside the box
-      removed, and the fit repeated. A copy's score is the ``classic/sift`` score with
-      the inlier ratio taken over the matches inside its box.
-
-    It relies on ``SiftDetector``'s feature and check helpers (same package).
-    """
-
-    #: frames whose features are kept: one question's frames, and the same reference
-    #: image asked again with another roster (Track-A asks one frame per segment that
-    #: retrieved it), without holding a whole run's frames
-    FRAME_CACHE_SIZE = 64
-
-    def __init__(self, **kw: Any) -> None:
-        super().__init__(**kw)
-        self._frame_cache: OrderedDict[str, Any] = OrderedDict()
-
-    def _features(self, image: np.ndarray) -> Any:
-        key = hashlib.sha256(np.ascontiguousarray(image).tobytes()).hexdigest() + str(image.shape)
-        if key in self._frame_cache:
-            self._frame_cache.move_to_end(key)
-        else:
-            self._frame_cache[key] = super()._features(image)
-            while len(self._frame_cache) > self.FRAME_CACHE_SIZE:
-                self._frame_cache.popitem(last=False)
-        return self._frame_cache[key]
-
-    def detect_copies(self, frame: np.ndarray, query: np.ndarray,
-                      max_copies: int) -> list[tuple[float, tuple[float, float, float, float]]]:
-        """``(score, box)`` of each copy of ``query`` found in ``frame``, best first."""
-        q, f = self._query_features(query), self._features(frame)
-        k = self.min_inliers
-        if len(q.points) < k or len(f.points) < 2:
-            return []
-        pairs = self._matcher.knnMatch(f.descriptors, q.descriptors, k=2)
-        good = [p[0] for p in pairs if len(p) == 2 and p[0].distance < self.ratio * p[1].distance]
-        if len(good) < k:
-            return []
-        src = np.float32([q.points[m.trainIdx] for m in good])
-        dst = np.float32([f.points[m.queryIdx] for m in good])
-        qh, qw = q.shape
-        corners = np.float32([[-0.5, -0.5], [qw - 0.5, -0.5], [qw - 0.5, qh - 0.5],
-                              [-0.5, qh - 0.5]])
-        fh, fw = f.shape
-        left = np.ones(len(good), bool)
-        found: list[tuple[float, tuple[float, float, float, float]]] = []
-        while len(found) < max_copies and left.sum() >= k:
-            h_mat, mask = cv2.findHomography(src[left].reshape(-1, 1, 2),
-                                             dst[left].reshape(-1, 1, 2), cv2.RANSAC,
-                                             self.ransac_px, maxIters=2000, confidence=0.995)
-            if h_mat is None or mask is None or not np.all(np.isfinite(h_mat)) or h_mat[2, 2] == 0:
-                break
-            n_in = int(mask.sum())
-            homog = np.hstack([corners, np.ones((4, 1), np.float32)]) @ h_mat.T
-            with np.errstate(divide="ignore", invalid="ignore"):
-                proj = homog[:, :2] / homog[:, 2:3]
-            if n_in < k or not self._plausible(corners, proj, homog[:, 2], h_mat):
-                break
-            x0, y0 = np.clip(proj.min(axis=0) + 0.5, 0, [fw, fh])
-            x1, y1 = np.clip(proj.max(axis=0) + 0.5, 0, [fw, fh])
-            inside = left & (dst[:, 0] >= x0) & (dst[:, 0] < x1) & (dst[:, 1] >= y0) & (
-                dst[:, 1] < y1)
-            score = n_in / max(int(inside.sum()), n_in) * min(1.0, (n_in - 4) / 16.0)
-            if score < self.threshold or x1 - x0 < 1 or y1 - y0 < 1:
-                break
-            found.append((float(score), (float(x0), float(y0), float(x1), float(y1))))
-            left &= ~inside
-        return found
 
 
 class SimCardJudge(ManyJudging, BackendBase):
@@ -297,8 +115,9 @@ class SimCardJudge(ManyJudging, BackendBase):
         if weights is None:
             raise UserInputError(
                 f"{self.name}: needs the sim's card deck as weights=DIR; found none",
-                hint="`vidmem sim build BENCHMARK --out ROOT` writes one at ROOT/_cards: pass "
-                "--backend-opt judge/sim-cards:weights=ROOT/_cards (or write one with "
+                hint="`vidmem sim build BENCHMARK --out ROOT` writes one at ROOT/_cards, "
+                "which `vidmem run|score BENCHMARK --root ROOT` uses by itself; for another "
+                "root pass --backend-opt judge/sim-cards:weights=DIR (a deck written by "
                 "vidmem.sim.cards.write_card_deck(DIR))")
         if not (isinstance(max_frames, int) and max_frames >= 1 and 0.0 < min_fraction <= 1.0):
             raise UserInputError(
