@@ -19,9 +19,11 @@ def parse_backend_option(spec: str) -> tuple[str, str, Any]:
         ('classic/sift', 'ratio', 0.8)
         >>> parse_backend_option("dinov2/base:weights=/models/dinov2-base")
         ('dinov2/base', 'weights', '/models/dinov2-base')
+        >>> parse_backend_option("my_pkg.megaloc:MegaLoc:weights=/m/a:b")  # a module:Class plugin
+        ('my_pkg.megaloc:MegaLoc', 'weights', '/m/a:b')
     """
-    name, sep, kv = spec.partition(":")
-    key, eq, text = kv.partition("=")
+    head, eq, text = spec.partition("=")
+    name, sep, key = head.rpartition(":")  # the last ':' before '=': plugin names hold one
     if not sep or not eq or not key:
         raise UserInputError(f"--backend-opt {spec!r} is not NAME:key=value",
                              hint="e.g. --backend-opt dinov2/base:weights=/models/dinov2-base")

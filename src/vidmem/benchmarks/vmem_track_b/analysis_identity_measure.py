@@ -12,9 +12,9 @@ Rules (in :data:`PROTOCOL`, copied into the analysis result):
     judge reads it) and that card is searched with ``classic/sift`` (image query).
     An image-guided detector finds the *drawn card only*: an impostor is "not
     detected", never "detected and unlike" -- the contrast shows in detection rates.
-  - any detector with text queries (``owlvit/...``, ``grounding-dino/...``): the query
-    is the appearance text (the proper name is not sent: it means nothing to an
-    open-vocabulary detector).
+  - any detector with text queries (``owlvit/...``, ``grounding-dino/...``): one query,
+    the entity's name and its gold appearance text (:func:`text_query`), all sampled
+    frames of a clip in one ``detect`` call.
 * **Crops** are the detected boxes, embedded with ``crop_embedder`` (default
   ``classic/hsv-lbp``); **locations** are whole frames, embedded with
   ``place_embedder`` (default ``classic/hsv-lbp``), always "detected" when the clip has
@@ -42,8 +42,8 @@ FILL_GREY = 128
 #: the segmenter name of the card's own silhouette (detector sim-cards only)
 CARD_MASK = "card-alpha"
 
-__all__ = ["CARD_MASK", "FILL_GREY", "PROTOCOL", "Measurer", "Sighting", "best_cosine", "frame_positions",
-           "split_halves"]
+__all__ = ["CARD_MASK", "FILL_GREY", "PROTOCOL", "Measurer", "Sighting", "best_cosine",
+           "frame_positions", "split_halves", "text_query"]
 
 PROTOCOL: dict[str, dict[str, str]] = {
     "frames": {
@@ -63,10 +63,15 @@ PROTOCOL: dict[str, dict[str, str]] = {
                   "description'); offline proxy decided here",
     },
     "localise_text": {
-        "rule": "a text detector gets the appearance text as its one query (the proper "
-                "name is not sent); the best box per frame over threshold",
-        "reason": "open-vocabulary detectors ground descriptions, not story names",
-        "source": "PROTOCOLS.md section 4; query wording decided here",
+        "rule": "a text detector gets one query per entity and side: 'NAME, APPEARANCE' "
+                "(text_query: whitespace collapsed, inner periods made commas, the final "
+                "period dropped; the name left out when the appearance already contains "
+                "it); the best box per frame over threshold, boxes clipped to the frame, "
+                "a box under 2 px a side (or not finite) is not a detection",
+        "reason": "the protocol localises 'from its name and description'; a period is "
+                  "Grounding DINO's phrase separator, so one entity stays one phrase",
+        "source": "PROTOCOLS.md section 4; seed 000 App. D.2 ('from its name and "
+                  "description'); punctuation handling decided here",
     },
     "embed": {
         "rule": "character/prop: the detected box, masked by segmenter (default: card-alpha, "
@@ -163,6 +168,24 @@ def split_halves(s: Sighting) -> tuple[np.ndarray, np.ndarray]:
     return s.embeddings[pos % 2 == 0], s.embeddings[pos % 2 == 1]
 
 
+def text_query(name: str, appearance: str) -> str:
+    """The one text query of an entity: its name, then its appearance text.
+
+    Example:
+        >>> text_query("Kira", "A woman.")
+        'Kira, A woman'
+        >>> text_query("Mara", "Young Mara: a fisher girl. Blue  scarf.")
+        'Young Mara: a fisher girl, Blue scarf'
+        >>> text_query("", " A cup. ")
+        'A cup'
+    """
+    look = " ".join(str(appearance).split()).rstrip(". ").replace(". ", ", ").replace(".", ",")
+    name = " ".join(str(name).split())
+    if not name or name.lower() in look.lower():
+        return look
+    return f"{name}, {look}" if look else name
+
+
 def _unit_rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, np.float32)
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
@@ -242,19 +265,24 @@ class Measurer:
     def forget_clips(self) -> None:
         self._clip_frames.clear()
 
-    def _box(self, frame: np.ndarray, appearance: str) -> tuple[float, ...] | None:
+    def _best_boxes(self, frames: np.ndarray, appearance: str,
+                    name: str) -> list[tuple[float, ...] | None]:
+        """Per frame, the best detection's box over threshold (``None``: nothing found)."""
         if self.deck is not None:
             look = self.deck.parse(appearance)
             assert look is not None and look.asset is not None
             card = np.ascontiguousarray(self.deck.card(look.asset, look.state)[..., :3])
-            hits = self.detector.detect([frame], image_query=card, threshold=self.threshold)[0]
-        else:
-            hits = self.detector.detect([frame], text_queries=[appearance],
-                                        threshold=self.threshold)[0]
-        return tuple(hits[0].box) if hits else None
+            hits = self.detector.detect(list(frames), image_query=card, threshold=self.threshold)
+        else:  # one call for the clip: one forward pass per batch, not per frame
+            hits = self.detector.detect(list(frames), text_queries=[text_query(name, appearance)],
+                                        threshold=self.threshold)
+        return [tuple(h[0].box) if h else None for h in hits]
 
-    def sight(self, clip: str | None, kind: str, appearance: str) -> Sighting:
-        """Find (or, for a location, take) the entity in the clip's sampled frames."""
+    def sight(self, clip: str | None, kind: str, appearance: str, name: str = "") -> Sighting:
+        """Find (or, for a location, take) the entity in the clip's sampled frames.
+
+        ``name`` joins the appearance text in a text detector's query (:func:`text_query`).
+        """
         frames = self.clip_frames(clip)
         k = len(frames)
         empty = np.zeros((0, 1), np.float32)
@@ -268,9 +296,9 @@ class Measurer:
             if look is None or look.asset is None:
                 return Sighting((), empty, k, "appearance outside the card deck")
         positions, boxes = [], []
-        for i, frame in enumerate(frames):
-            box = self._box(frame, appearance)
-            if box is None:
+        for i, (frame, box) in enumerate(zip(frames, self._best_boxes(frames, appearance, name),
+                                             strict=True)):
+            if box is None or not np.all(np.isfinite(box)):
                 continue
             h, w = frame.shape[:2]
             x0, y0 = max(0, int(np.floor(box[0]))), max(0, int(np.floor(box[1])))

@@ -13,7 +13,8 @@ Rules (in :data:`PROTOCOL`):
   not move; their families are reported as ``location:<family>``.
 * **Sides**: the current side is the unit's segment clip searched with the unit's
   ``appearance``; the previous side the previous appearance's clip of the SAME
-  condition, searched with ``previous_appearance``.
+  condition, searched with ``previous_appearance``; a text detector's query also
+  carries the entity's name (``text_query`` of the measure module).
 * **Positive controls**: every distinct current side (condition, segment, entity) found
   in frames of both parities: the highest cosine between its even-position and its
   odd-position frames (two disjoint frame sets of one clip: the same entity).
@@ -124,18 +125,18 @@ def measure_story(item: Any) -> dict[str, Any]:
                              strict=True))
             seen: dict[tuple[int, str, str], Sighting] = {}
 
-            def sight(seg: int, kind: str, appearance: str, eid: str,
+            def sight(seg: int, u: Any, appearance: str,
                       _clips: dict[int, Any] = clips,
                       _seen: dict[tuple[int, str, str], Sighting] = seen) -> Sighting:
-                k = (seg, eid, appearance)
+                k = (seg, u.eid, appearance)
                 if k not in _seen:
-                    _seen[k] = m.sight(_clips.get(seg), kind, appearance)
+                    _seen[k] = m.sight(_clips.get(seg), u.kind, appearance, u.name)
                 return _seen[k]
 
             rows, currents = [], {}
             for family, u in units:
-                cur = sight(u.segment_id, u.kind, u.appearance, u.eid)
-                prev = sight(u.previous_segment_id, u.kind, u.previous_appearance, u.eid)
+                cur = sight(u.segment_id, u, u.appearance)
+                prev = sight(u.previous_segment_id, u, u.previous_appearance)
                 currents.setdefault((u.segment_id, u.eid), (u, cur))
                 rows.append({"key": u.key,
                              "family": family, "kind": u.kind, "eid": u.eid, "gap": u.gap,
