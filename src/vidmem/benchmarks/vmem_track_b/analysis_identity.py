@@ -14,7 +14,8 @@ analysis compares it with its own previous appearance in the same rollout:
    when the controls are the same and refused when they changed (more stories scored
    since): ``--opt recalibrate=true`` replaces it.
 4. **Score** every condition with the frozen cuts: mean similarity, detection rates,
-   same-entity rates per family, differences vs ``none`` (paired story bootstrap).
+   same-entity rates per family and per gap bin (:mod:`.analysis_identity_gaps`),
+   differences vs ``none`` (paired story bootstrap).
 5. **Pairwise VLM check** (only with ``--opt pair_judge=NAME``;
    :mod:`.analysis_identity_judge`).
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vidmem.benchmarks.vmem_track_b import analysis_identity_gaps as gaps
 from vidmem.benchmarks.vmem_track_b import analysis_identity_measure as measure
 from vidmem.benchmarks.vmem_track_b import analysis_identity_stats as stats
 from vidmem.benchmarks.vmem_track_b import analysis_identity_story as story_mod
@@ -77,6 +79,7 @@ PROTOCOL: dict[str, Any] = {
     "story": story_mod.PROTOCOL,
     "calibration": CALIBRATION_PROTOCOL,
     "statistics": stats.PROTOCOL,
+    "by_gap": gaps.PROTOCOL,
 }
 
 
@@ -278,6 +281,10 @@ def run(run: Any, options: Any) -> dict[str, Any]:
         "table": table, "deltas": diffs, "counts": counts,
         "n_controls": {k: len(v) for k, v in controls.items()},
         "faces": _faces(settings, units, calibration, scorer),
+        "by_gap": gaps.gap_table(units, calibration, baseline,
+                                 n_resamples=int(scorer.get("n_resamples", 2000)),
+                                 seed=int(scorer.get("bootstrap_seed", 20260925)),
+                                 confidence=float(scorer.get("confidence", 0.95))),
         "units": units,
     }
     if settings["pair_judge"]:
@@ -327,6 +334,17 @@ def report(rep: Any, data: dict[str, Any], run: Any) -> None:
     if rows:
         rep.section(f"Identity: differences from {data['baseline']}").add(
             Table(["condition", "family", "rate", "difference", "low", "high"], rows))
+    by_gap = data.get("by_gap")  # absent from results written before it existed
+    if by_gap:
+        sec = rep.section("Identity: by absence gap",
+                          "Units of the 'all' row binned by segments since the previous "
+                          "appearance (just_seen: the sampled gap-0 returns); same frozen cuts.")
+        sec.add(Table(["condition", "gap", "units", "found both", "mean similarity",
+                       "same (all)"], gaps.report_rows(by_gap, data["conditions"])))
+        rows = gaps.delta_rows(by_gap)
+        if rows:
+            sec.add(Table(["condition", "gap", "rate", f"difference from {data['baseline']}",
+                           "low", "high"], rows))
     faces = data["faces"]
     if faces["status"] == "ok":
         rows = [[cond, fam, r["n_found_current"], r["found_both"], r["mean_similarity"],
