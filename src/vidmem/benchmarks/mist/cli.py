@@ -1,4 +1,8 @@
-"""MIST's command-line options; :func:`scorer_config` turns them into the configuration."""
+"""MIST's command-line options; :func:`scorer_config` turns them into the configuration.
+
+The offline judge's card deck defaults to ``<root>/_cards``, where ``vidmem sim build
+mist`` writes it (:mod:`vidmem.benchmarks.sim_deck`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 from vidmem.benchmarks.contract import CliOption
 from vidmem.benchmarks.mist.config import DEFAULT_K, MistConfig, parse_arms
 from vidmem.benchmarks.options import backend_options_for
+from vidmem.benchmarks.sim_deck import command_root, with_default_deck
 
 SCORER_OPTIONS = (
     CliOption("preset", ("--preset", "--scorer"), str, "offline",
@@ -33,8 +38,8 @@ SCORER_OPTIONS = (
     CliOption("bootstrap_seed", ("--bootstrap-seed",), int, 0,
               "Seed of the paired case bootstrap."),
     CliOption("backend_opt", ("--backend-opt",), list[str] | None, None,
-              "NAME:key=value, e.g. judge/sim-cards:weights=ROOT/_cards or "
-              "judge/openai:base_url=URL."),
+              "NAME:key=value, e.g. judge/sim-cards:weights=DECK (default: ROOT/_cards, "
+              "where vidmem sim build writes it) or judge/openai:base_url=URL."),
     CliOption("model_dir", ("--model-dir",), Path | None, None, "Where local weights live.",
               envvar="VIDMEM_MODEL_DIR"),
 )
@@ -45,12 +50,14 @@ def scorer_config(preset: str = "offline", arms: str | None = None, k: int = DEF
                   max_rejects: int = 3, fps: float | None = None, width: int | None = None,
                   height: int | None = None, n_resamples: int = 4000, bootstrap_seed: int = 0,
                   backend_opt: list[str] | None = None,
-                  model_dir: Path | None = None) -> MistConfig:
-    """The preset's configuration with the command line's overrides."""
+                  model_dir: Path | None = None, root: Path | None = None) -> MistConfig:
+    """The preset's configuration with the command line's overrides (``root``: the card
+    root, where the offline judge's deck is looked for; default: the command's ``--root``)."""
     cfg = MistConfig.from_preset(
         preset, arms=parse_arms(arms), k=k, seed=seed, judge=judge, rewriter=rewriter,
         max_rejects=max_rejects, fps=fps, width=width, height=height,
         n_resamples=n_resamples, bootstrap_seed=bootstrap_seed)
     opts = backend_options_for([cfg.judge, cfg.rewriter], backend_opt, None, model_dir)
+    opts = with_default_deck(opts, cfg.judge, root or command_root())
     return MistConfig.from_dict({**cfg.to_dict(),
                                  "backend_options": {k: v for k, v in opts.items() if v}})

@@ -5,9 +5,10 @@ Two presets:
 * ``official``: ``judge/openai`` (point it at the paper's fixed VLM judge) and
   ``rewriter/openai`` (an OpenAI-compatible text LLM for M3-Agent's rewrites), the six
   arms, K = 5 and every protocol default;
-* ``offline``: the sim world's ``judge/sim-cards`` (its weights are the sim card deck,
-  ``--backend-opt judge/sim-cards:weights=DIR``) and the deterministic
-  ``rewriter/sim-grammar`` for the sim's controlled prompt grammar.
+* ``offline``: the sim world's ``judge/sim-cards`` (its weights are the sim card deck:
+  on the command line ``ROOT/_cards`` where ``vidmem sim build`` writes it, or
+  ``--backend-opt judge/sim-cards:weights=DIR``; :mod:`vidmem.benchmarks.sim_deck`) and
+  the deterministic ``rewriter/sim-grammar`` for the sim's controlled prompt grammar.
 
 The configuration drives both halves of a run: generation (arms, K, seed, the shot
 format, the judge that scores M3-Agent's candidates, the rewriter) and scoring (the

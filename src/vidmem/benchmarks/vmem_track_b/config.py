@@ -5,8 +5,9 @@ Two presets:
 * ``official``: ``judge/openai`` (point it at the paper's judge, a Qwen3-VL server),
   the card's six conditions and every protocol default.
 * ``offline``: the sim world's card judge ``judge/sim-cards``; its weights are the sim
-  card deck (:func:`vidmem.sim.cards.write_card_deck`), passed as
-  ``--backend-opt judge/sim-cards:weights=DIR``.
+  card deck (:func:`vidmem.sim.cards.write_card_deck`): on the command line
+  ``GOLD/_cards`` where ``vidmem sim build`` writes it, or ``--backend-opt
+  judge/sim-cards:weights=DIR`` (:mod:`vidmem.benchmarks.sim_deck`).
 
 The configuration is the content key of every stored story: a changed judge, seed,
 condition list, index base or bootstrap setting scores again (the judge answer cache
