@@ -1,7 +1,8 @@
-"""The Track-B report and `vidmem compare` on a small sim run (one 14-segment story, none and
-last_seen): the report builds and renders, its gap bins count what the gold says, the
-drill-down shows the references the loop handed over (and says when they are unknown),
-and compare reproduces the summary, gives 0 on identical arms and refuses other gold."""
+"""The Track-B report and `vidmem compare` on a small sim run (one 14-segment story, none,
+last_seen and seg_uniform: a copy of the session's shared run): the report builds and
+renders, its gap bins count what the gold says, the drill-down shows the references the
+loop handed over (and says when they are unknown), and compare reproduces the summary,
+gives 0 on identical arms and refuses other gold."""
 
 from __future__ import annotations
 
@@ -13,14 +14,12 @@ import pytest
 
 from vidmem.benchmarks.vmem_track_b.loop import read_progress
 from vidmem.benchmarks.vmem_track_b.report import build_track_b_report
-from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
 from vidmem.benchmarks.vmem_track_b.stories import load_stories
 from vidmem.cli import main
 from vidmem.report import Figure, ImageGrid, KeyValues, render
 from vidmem.runners.store import RunDir
-from vidmem.sim.cards import write_card_deck
 
-pytestmark = pytest.mark.slow  # 28 sim clips generated and judged (~40 s on two busy cores)
+pytestmark = pytest.mark.slow  # the shared run: 42 sim clips generated and judged (~40 s, once)
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -32,21 +31,15 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def sim_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp("track_b_report")
-    gold = base / "gold"
-    gold.mkdir()
-    build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
-    deck = write_card_deck(base / "deck")
-    judge = ["--backend-opt", f"judge/sim-cards:weights={deck}", "--judge-cache",
-             str(base / "answers.sqlite"), "--bootstrap-resamples", "200", "--quiet"]
-    try:
-        main(["run", "vmem_track_b", "--gold", str(gold), "--generator", "sim", "--generator-opt",
-              "memory=none", "--generator-opt", "fps=4", "--conditions", "none,last_seen",
-              "--out", str(base / "run"), *judge])
-    except SystemExit as exc:
-        assert not exc.code, exc.code
-    return base, gold, judge
+def sim_run(track_b_world, track_b_none_run, tmp_path_factory):
+    """A copy of the session's memory-none run (conftest; none, last_seen and seg_uniform):
+    these tests render reports into it and score its clips again."""
+    base = track_b_world.workspace(tmp_path_factory.mktemp("track_b_report"),
+                                   run=track_b_none_run)
+    judge = ["--backend-opt", f"judge/sim-cards:weights={track_b_none_run.deck}",
+             "--judge-cache", str(base / "answers.sqlite"), "--bootstrap-resamples", "200",
+             "--quiet"]
+    return base, track_b_none_run.gold, judge
 
 
 def _sections(rep):

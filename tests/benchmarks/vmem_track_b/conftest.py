@@ -1,0 +1,234 @@
+"""Track-B sim worlds built once per test session and shared by this folder's test files.
+
+Rules:
+
+* **pristine**: every folder a fixture here returns is shared by every test of the
+  session. Never write into it -- no ``analyze`` (it writes ``analyses/`` and the
+  report), no rescoring into it, no renaming or deleting. Copy first:
+  ``track_b_world.copy(src, tmp_path / "run")`` (a ``shutil.copytree``, well under a
+  second: a 14-segment run is about 2 MB). A copied run works where it lands: its
+  clips, progress files and item store are addressed relative to the run folder; only
+  the gold path is absolute, and the gold is shared read-only too.
+* **one sim world**: seed 0, 14 segments, long gap >= 8 segments, fps 4, bootstrap 200
+  resamples for ``vidmem run``. Story ``k`` of a build depends only on ``(seed, k)``
+  (:func:`vidmem.benchmarks.vmem_track_b.sim_build.build_track_b`), so the first story of
+  the 2-story gold is the 1-story gold's story, byte for byte.
+* **one judge deck and one answer cache** for every build: a clip with the same pixels,
+  roster and question is judged once per session, whichever run or brought folder it is
+  in (the sim generator's clips are a function of the request, so the ``none`` condition
+  of every memory-``none`` build is the same 14 clips). A test that passes
+  ``--judge-cache`` uses ``track_b_world.cache_copy(dst)``, never the session file, so
+  what it asks and what it finds cached do not depend on which tests ran before.
+* **lazy**: a run is built the first time a test asks for it, then reused.
+
+Times are setup seconds measured with two busy cores (other tests running beside); a
+cache hit makes a later build of the same clips cheaper.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SEED = 0
+N_SEGMENTS = 14
+GAP_LONG = 8
+FPS = 4
+BOOTSTRAP_RESAMPLES = 200
+#: the memory-``none`` run's conditions: the union of what its users need (report and
+#: compare: none, last_seen; stripping: none; attribution: none, seg_uniform)
+NONE_RUN_CONDITIONS = ("none", "last_seen", "seg_uniform")
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """A finished ``vidmem run vmem_track_b`` on the sim (pristine: copy before writing).
+
+    Attributes:
+        gold: the gold it ran on (shared, read-only).
+        run: the run folder (run.json, items.sqlite, rollouts/, scores.jsonl, summary.json,
+            report/).
+        deck: the ``judge/sim-cards`` card deck it was judged with.
+        memory: the sim generator's ``memory=`` option.
+        conditions: the conditions it ran.
+    """
+
+    gold: Path
+    run: Path
+    deck: Path
+    memory: str
+    conditions: tuple[str, ...]
+
+
+def _slug(text: str) -> str:
+    """A folder name for option text.
+
+    >>> _slug("decay:20,last_seen")
+    'decay_20_last_seen'
+    """
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
+
+
+def _cli(*args: str) -> None:
+    from vidmem.cli import main
+
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if code:
+            raise RuntimeError(f"track-B sim fixture: `vidmem {' '.join(args[:2])}` exited "
+                               f"{code} ({' '.join(args)})") from exc
+
+
+class TrackBWorld:
+    """Builds (once) and hands out the session's Track-B sim golds, runs and rollouts."""
+
+    def __init__(self, root: Path) -> None:
+        from vidmem.sim.cards import write_card_deck
+
+        self.root = root
+        self.deck = write_card_deck(root / "deck")
+        self.cache = root / "answers.sqlite"
+        self._golds: dict[int, Path] = {}
+        self._runs: dict[tuple, SimRun] = {}
+        self._clips: dict[tuple[str, str], Path] = {}
+        self._brought: dict[tuple, Path] = {}
+
+    def gold(self, n_stories: int = 1) -> Path:
+        """The gold of ``n_stories`` sim stories (seed 0, 14 segments, long gap 8); ~1 s."""
+        if n_stories not in self._golds:
+            from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
+
+            gold = self.root / f"gold_{n_stories}"
+            gold.mkdir()
+            build_track_b(gold, seed=SEED, n_cases=n_stories, n_segments=N_SEGMENTS,
+                          gap_long_threshold=GAP_LONG)
+            self._golds[n_stories] = gold
+        return self._golds[n_stories]
+
+    def run(self, memory: str, conditions: Sequence[str], *,
+            duration_seconds: str | None = None) -> SimRun:
+        """``vidmem run vmem_track_b`` on the 1-story gold with the sim generator
+        (``memory``, fps 4, ``duration_seconds`` when given), ``conditions``, the session's
+        deck and answer cache, 200 bootstrap resamples; ~1 s per clip, half that when the
+        judge answers are cached."""
+        key = (memory, tuple(conditions), duration_seconds)
+        if key not in self._runs:
+            gold = self.gold(1)
+            out = self.root / "runs" / _slug(f"{memory}_{','.join(conditions)}_{duration_seconds}")
+            extra = ["--generator-opt", f"duration_seconds={duration_seconds}"] \
+                if duration_seconds else []
+            _cli("run", "vmem_track_b", "--gold", str(gold), "--generator", "sim",
+                 "--generator-opt", f"memory={memory}", "--generator-opt", f"fps={FPS}", *extra,
+                 "--conditions", ",".join(conditions), "--backend-opt",
+                 f"judge/sim-cards:weights={self.deck}", "--judge-cache", str(self.cache),
+                 "--bootstrap-resamples", str(BOOTSTRAP_RESAMPLES), "--quiet", "--out", str(out))
+            self._runs[key] = SimRun(gold, out, self.deck, memory, tuple(conditions))
+        return self._runs[key]
+
+    def _story_clips(self, n_stories: int, index: int, memory: str) -> Path:
+        """One story's 14 clips from ``SimGenerator(memory, seed=0)`` fed the name-anchored
+        prompts in order, no references (as a user's own generator would be run)."""
+        gold = self.gold(n_stories)
+        sid = sorted(p.name.removesuffix("_name_anchored.json")
+                     for p in (gold / "sut_prompts").glob("*_name_anchored.json"))[index]
+        if (sid, memory) not in self._clips:
+            from vidmem.generators.protocol import GenerationRequest
+            from vidmem.generators.sim import SimGenerator
+
+            prompts = json.loads((gold / "sut_prompts" / f"{sid}_name_anchored.json")
+                                 .read_text("utf-8"))
+            gen = SimGenerator(memory=memory, seed=SEED)
+            out = self.root / "clips" / sid / _slug(memory)
+            out.mkdir(parents=True)
+            for p in prompts["segments"]:
+                res = gen.generate(GenerationRequest(
+                    f"{sid}/{p['segment_id']}", "vmem_track_b", p["prompt"],
+                    str(out / f"{p['segment_id']}.mp4"), fps=float(FPS)))
+                assert res.status == "ok", res.error
+            self._clips[(sid, memory)] = out
+        return self._clips[(sid, memory)]
+
+    def brought(self, conditions: Mapping[str, str], n_stories: int = 1) -> Path:
+        """A brought-rollouts folder ``<story_id>/<condition>/seg_NNN.mp4`` (+ the sim's
+        ``.truth.json`` sidecars) for the first ``n_stories`` stories, ``conditions``
+        mapping a condition folder name to the sim memory that drew it. No progress
+        files: a scorer sees the references as unknown. Each (story, memory) is rendered
+        once per session (~0.4 s a clip) and copied under every name that asks for it."""
+        key = (n_stories, tuple(sorted(conditions.items())))
+        if key not in self._brought:
+            out = self.root / "brought" / _slug(f"{n_stories}_" + ",".join(
+                f"{c}={m}" for c, m in key[1]))
+            for index in range(n_stories):
+                for cond, memory in conditions.items():
+                    clips = self._story_clips(n_stories, index, memory)
+                    shutil.copytree(clips, out / clips.parent.name / cond)
+            self._brought[key] = out
+        return self._brought[key]
+
+    @staticmethod
+    def copy(src: Path, dst: Path) -> Path:
+        """A writable copy of a pristine folder (or file) at ``dst``."""
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if Path(src).is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+        return dst
+
+    def workspace(self, base: Path, **runs: SimRun) -> Path:
+        """``base`` with a writable copy of each run at ``base/<name>`` and a snapshot of
+        the judge answer cache at ``base/answers.sqlite``: the module fixture of a test
+        file that analyses or rescores the shared runs."""
+        for name, sim in runs.items():
+            self.copy(sim.run, base / name)
+        self.cache_copy(base / "answers.sqlite")
+        return base
+
+    def cache_copy(self, dst: Path) -> Path:
+        """A snapshot of the session's judge answer cache at ``dst`` (new if none yet)."""
+        if self.cache.is_file():
+            self.copy(self.cache, dst)
+        return dst
+
+
+@pytest.fixture(scope="session")
+def track_b_world(tmp_path_factory) -> TrackBWorld:
+    """The session's builder: ``gold(n)``, ``run(memory, conditions)``, ``brought(...)``,
+    ``copy``, ``cache_copy``, ``deck``. Costs nothing until asked."""
+    return TrackBWorld(tmp_path_factory.mktemp("track_b_world"))
+
+
+@pytest.fixture(scope="session")
+def track_b_gold(track_b_world) -> Path:
+    """The 1-story sim gold (story ``0001_sim_s0``, 14 segments, long gap 8); ~1 s.
+    Read-only."""
+    return track_b_world.gold(1)
+
+
+@pytest.fixture(scope="session")
+def track_b_none_run(track_b_world) -> SimRun:
+    """``vidmem run`` memory=none on the 1-story gold, conditions none, last_seen and
+    seg_uniform (42 clips); ~40 s. Pristine: copy before analysing or rescoring."""
+    return track_b_world.run("none", NONE_RUN_CONDITIONS)
+
+
+@pytest.fixture(scope="session")
+def track_b_leaky_run(track_b_world) -> SimRun:
+    """``vidmem run`` memory=leaky:0.5 (forbidden things leak in), conditions none and
+    last_seen (28 clips); ~25 s. Pristine: copy before analysing or rescoring."""
+    return track_b_world.run("leaky:0.5", ("none", "last_seen"))
+
+
+@pytest.fixture(scope="session")
+def track_b_short_run(track_b_world) -> SimRun:
+    """``vidmem run`` memory=none with 1.5 s clips (6 frames each: cheap to measure per
+    frame), conditions none and last_seen (28 clips); ~15 s. Pristine: copy first."""
+    return track_b_world.run("none", ("none", "last_seen"), duration_seconds="1.5")
