@@ -25,18 +25,19 @@ Not a scoring rule, so not in any ``protocol`` block (a run started before it re
 unchanged): which deck judged a run is in ``run.json`` with its hash, as above.
 
 The root comes from the ``vidmem run|score`` command being executed
-(:func:`command_root`, its click context): the generic command hands a benchmark's
-``scorer_config`` only its own options, and the data root is the command's. A caller of
-``scorer_config`` outside a command passes ``root=`` itself.
+(:func:`command_root`, set by the generic command in :data:`COMMAND_ROOT`): the command
+hands a benchmark's ``scorer_config`` only its own options, and the data root is the
+command's. A caller of ``scorer_config`` outside a command passes ``root=`` itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DECK_DIR", "JUDGE", "command_root", "with_default_deck"]
+__all__ = ["COMMAND_ROOT", "DECK_DIR", "JUDGE", "command_root", "with_default_deck"]
 
 #: the judge whose weights are a card deck
 JUDGE = "judge/sim-cards"
@@ -84,6 +85,10 @@ def with_default_deck(options: Mapping[str, Mapping[str, Any]], judge: str,
     return out
 
 
+#: the data root of the ``vidmem run|score`` command being executed (set by the command)
+COMMAND_ROOT: ContextVar[Path | None] = ContextVar("vidmem_command_root", default=None)
+
+
 def command_root() -> Path | None:
     """The ``--root`` of the ``vidmem`` command being executed, or ``None`` outside one.
 
@@ -91,11 +96,4 @@ def command_root() -> Path | None:
         >>> command_root() is None  # not inside a command
         True
     """
-    try:  # typer >= 0.2x runs on its own copy of click, whose context is this one
-        from typer.main import get_current_context
-    except ImportError:  # older typer runs on click itself
-        from click import get_current_context
-
-    ctx = get_current_context(silent=True)
-    root = None if ctx is None else ctx.params.get("root")
-    return None if root is None else Path(root)
+    return COMMAND_ROOT.get()

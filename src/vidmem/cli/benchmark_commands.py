@@ -190,11 +190,16 @@ def make_command(verb: str, bench: Any) -> Any:
     videos = verb == "score" or not bench.generates
 
     def score_or_run(**values: Any) -> None:
+        from vidmem.benchmarks.sim_deck import COMMAND_ROOT
         from vidmem.generators.loading import parse_options
         from vidmem.runners.benchmark_run import print_result, run_benchmark
 
         scorer_names = [o.name for o in bench.scorer_options]
-        config = bench.scorer_config(**{k: values[k] for k in scorer_names})
+        token = COMMAND_ROOT.set(Path(values["root"]))  # where an offline deck is looked for
+        try:
+            config = bench.scorer_config(**{k: values[k] for k in scorer_names})
+        finally:
+            COMMAND_ROOT.reset(token)
         options = {o.name: values[o.name] for o in bench.score_options}
         requests = {o.name: values[o.name] for o in bench.requests_options}
         gen = None if videos else (values["generator"], parse_options(values["generator_opt"]))
