@@ -6,9 +6,10 @@ Rules:
   session. Never write into it -- no ``analyze`` (it writes ``analyses/`` and the
   report), no rescoring into it, no renaming or deleting. Copy first:
   ``track_b_world.copy(src, tmp_path / "run")`` (a ``shutil.copytree``, well under a
-  second: a 14-segment run is about 2 MB). A copied run works where it lands: its
-  clips, progress files and item store are addressed relative to the run folder; only
-  the gold path is absolute, and the gold is shared read-only too.
+  second: a 14-segment run is about 2 MB). A copied run is relocated: the paths it
+  stored of its own folder are rewritten to the copy's, so analysing it, editing its
+  clips or deleting its progress files touch the copy only. The gold and deck paths
+  stay absolute: they are shared read-only.
 * **one sim world**: seed 0, 14 segments, long gap >= 8 segments, fps 4, bootstrap 200
   resamples for ``vidmem run``. Story ``k`` of a build depends only on ``(seed, k)``
   (:func:`vidmem.benchmarks.vmem_track_b.sim_build.build_track_b`), so the first story of
@@ -30,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,15 +50,19 @@ NONE_RUN_CONDITIONS = ("none", "last_seen", "seg_uniform")
 
 @dataclass(frozen=True)
 class SimRun:
-    """A finished ``vidmem run vmem_track_b`` on the sim (pristine: copy before writing).
+    """A finished ``vidmem run`` or ``vidmem score`` of Track-B on the sim (pristine: copy
+    before writing).
 
     Attributes:
         gold: the gold it ran on (shared, read-only).
         run: the run folder (run.json, items.sqlite, rollouts/, scores.jsonl, summary.json,
             report/).
         deck: the ``judge/sim-cards`` card deck it was judged with.
-        memory: the sim generator's ``memory=`` option.
-        conditions: the conditions it ran.
+        memory: the sim generator's ``memory=`` option (``brought`` for a scored
+            brought-rollouts folder).
+        conditions: the conditions it ran or scored.
+        rollouts: where its clips are (``run/rollouts``, or the pristine brought folder
+            that ``vidmem score`` read).
     """
 
     gold: Path
@@ -64,6 +70,7 @@ class SimRun:
     deck: Path
     memory: str
     conditions: tuple[str, ...]
+    rollouts: Path
 
 
 def _slug(text: str) -> str:
@@ -73,6 +80,30 @@ def _slug(text: str) -> str:
     'decay_20_last_seen'
     """
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
+
+
+def _relocate(src: Path, dst: Path) -> None:
+    """Point the absolute paths a run stored of its own folder (the clips in its score
+    requests, the progress files in its generation requests, ``--out`` in run.json's
+    command) from ``src`` to its copy ``dst``, as if it had been built at ``dst``.
+
+    Why: the scorers and analyses read a clip at its stored path whenever that file
+    exists, so an unrelocated copy would read -- and a resumed one write -- the pristine
+    run. Item keys are left as they are (a resumed copy would recompute).
+    """
+    pairs = [(f'"{src}/', f'"{dst}/'), (f'"{src}"', f'"{dst}"')]
+    conn = sqlite3.connect(dst / "items.sqlite")
+    try:
+        with conn:
+            for old, new in pairs:
+                for col in ("request", "response", "score"):
+                    conn.execute(f"UPDATE items SET {col} = replace({col}, ?, ?)", (old, new))
+    finally:
+        conn.close()
+    text = (dst / "run.json").read_text("utf-8")
+    for old, new in pairs:
+        text = text.replace(old, new)
+    (dst / "run.json").write_text(text, "utf-8")
 
 
 def _cli(*args: str) -> None:
@@ -130,7 +161,8 @@ class TrackBWorld:
                  "--conditions", ",".join(conditions), "--backend-opt",
                  f"judge/sim-cards:weights={self.deck}", "--judge-cache", str(self.cache),
                  "--bootstrap-resamples", str(BOOTSTRAP_RESAMPLES), "--quiet", "--out", str(out))
-            self._runs[key] = SimRun(gold, out, self.deck, memory, tuple(conditions))
+            self._runs[key] = SimRun(gold, out, self.deck, memory, tuple(conditions),
+                                     out / "rollouts")
         return self._runs[key]
 
     def _story_clips(self, n_stories: int, index: int, memory: str) -> Path:
@@ -173,14 +205,37 @@ class TrackBWorld:
             self._brought[key] = out
         return self._brought[key]
 
+    def scored(self, conditions: Mapping[str, str], n_stories: int = 1, *,
+               bootstrap_resamples: int | None = None) -> SimRun:
+        """``vidmem score vmem_track_b`` of :meth:`brought` ``(conditions, n_stories)``
+        on the ``n_stories`` gold, with the session's deck and answer cache
+        (``bootstrap_resamples`` when given, else the protocol's 2000); ~0.7 s a clip,
+        ~0.25 s when its answers are cached."""
+        key = ("scored", n_stories, tuple(sorted(conditions.items())), bootstrap_resamples)
+        if key not in self._runs:
+            gold, rollouts = self.gold(n_stories), self.brought(conditions, n_stories)
+            out = self.root / "scored" / f"{rollouts.name}_{bootstrap_resamples}"
+            extra = ["--bootstrap-resamples", str(bootstrap_resamples)] \
+                if bootstrap_resamples else []
+            _cli("score", "vmem_track_b", "--gold", str(gold), "--rollouts", str(rollouts),
+                 "--conditions", ",".join(conditions), "--backend-opt",
+                 f"judge/sim-cards:weights={self.deck}", "--judge-cache", str(self.cache),
+                 "--out", str(out), "--quiet", *extra)
+            self._runs[key] = SimRun(gold, out, self.deck, "brought", tuple(conditions),
+                                     rollouts)
+        return self._runs[key]
+
     @staticmethod
     def copy(src: Path, dst: Path) -> Path:
-        """A writable copy of a pristine folder (or file) at ``dst``."""
+        """A writable copy of a pristine folder (or file) at ``dst``; a run folder is
+        relocated too (:func:`_relocate`), so the copy reads and writes only itself."""
         dst.parent.mkdir(parents=True, exist_ok=True)
-        if Path(src).is_dir():
-            shutil.copytree(src, dst)
-        else:
+        if not Path(src).is_dir():
             shutil.copy2(src, dst)
+        else:
+            shutil.copytree(src, dst)
+            if (dst / "run.json").is_file():
+                _relocate(Path(src), dst)
         return dst
 
     def workspace(self, base: Path, **runs: SimRun) -> Path:

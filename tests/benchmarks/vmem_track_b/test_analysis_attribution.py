@@ -119,27 +119,13 @@ def _cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def sim_run(tmp_path_factory):
-    from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
-    from vidmem.cli import main
-    from vidmem.sim.cards import write_card_deck
-
-    base = tmp_path_factory.mktemp("track_b_attribution")
-    gold = base / "gold"
-    gold.mkdir()
-    build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
-    deck = write_card_deck(base / "deck")
-    cache = base / "answers.sqlite"
-    for memory, conditions in (("none", "none,seg_uniform"), ("leaky:0.5", "none,last_seen")):
-        try:
-            main(["run", "vmem_track_b", "--gold", str(gold), "--generator", "sim",
-                  "--generator-opt", f"memory={memory}", "--generator-opt", "fps=4",
-                  "--conditions", conditions, "--backend-opt", f"judge/sim-cards:weights={deck}",
-                  "--judge-cache", str(cache), "--bootstrap-resamples", "200", "--quiet",
-                  "--out", str(base / memory.split(":")[0])])
-        except SystemExit as exc:
-            assert not exc.code, exc.code
-    return base, gold, deck, cache
+def sim_run(track_b_world, track_b_none_run, track_b_leaky_run, tmp_path_factory):
+    """Copies of the session's memory-none run (none, last_seen, seg_uniform) and
+    leaky:0.5 run (none, last_seen) (conftest): the analysis writes into them, and the
+    second test renames a reference and deletes a progress file."""
+    base = track_b_world.workspace(tmp_path_factory.mktemp("track_b_attribution"),
+                                   none=track_b_none_run, leaky=track_b_leaky_run)
+    return base, track_b_none_run.gold, track_b_none_run.deck, base / "answers.sqlite"
 
 
 def _truth(clip: Path) -> dict:
@@ -166,7 +152,7 @@ def sim_cause(run: Path, story, unit: dict) -> str | None:
     return "synthesis"
 
 
-@pytest.mark.slow  # two sim runs of 28 clips generated and judged (~90 s on two busy cores)
+@pytest.mark.slow  # the two shared sim runs, 70 clips generated and judged (~60 s, once)
 def test_sim_run_causes_agree_with_the_sim_truth(sim_run, capsys, monkeypatch):
     from vidmem.benchmarks.vmem_track_b.benchmark import TrackB
     from vidmem.benchmarks.vmem_track_b.stories import load_stories

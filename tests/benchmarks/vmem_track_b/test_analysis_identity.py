@@ -16,14 +16,10 @@ from vidmem.benchmarks.vmem_track_b import analysis_identity_judge as judge_mod
 from vidmem.benchmarks.vmem_track_b import analysis_identity_stats as stats
 from vidmem.benchmarks.vmem_track_b import analysis_identity_story as story_mod
 from vidmem.benchmarks.vmem_track_b.benchmark import TrackB
-from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
 from vidmem.benchmarks.vmem_track_b.stories import load_stories
 from vidmem.cli import main
-from vidmem.generators.protocol import GenerationRequest
-from vidmem.generators.sim import SimGenerator
 from vidmem.models.protocols import JudgeResult
 from vidmem.runners.store import RunDir
-from vidmem.sim.cards import write_card_deck
 
 MODULE = "vidmem.benchmarks.vmem_track_b.analysis_identity"
 MEMORY = {"none": "none", "decay": "decay:20", "perfect": "perfect"}
@@ -43,30 +39,15 @@ def _declared(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def sim_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp("identity")
-    gold = base / "gold"
-    gold.mkdir()
-    built = build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
-    deck = write_card_deck(base / "deck")
-    (sid,) = built.extras["story_ids"]
-    prompts = json.loads((gold / "sut_prompts" / f"{sid}_name_anchored.json").read_text("utf-8"))
-    for cond, memory in MEMORY.items():
-        gen = SimGenerator(memory=memory, seed=0)
-        out = base / "rollouts" / sid / cond
-        out.mkdir(parents=True)
-        for p in prompts["segments"]:
-            res = gen.generate(GenerationRequest(f"{sid}/{p['segment_id']}", "vmem_track_b",
-                                                 p["prompt"], str(out / f"{p['segment_id']}.mp4"),
-                                                 fps=4.0))
-            assert res.status == "ok", res.error
-    try:
-        main(["score", "vmem_track_b", "--gold", str(gold), "--rollouts", str(base / "rollouts"),
-              "--conditions", ",".join(MEMORY), "--out", str(base / "run"), "--backend-opt",
-              f"judge/sim-cards:weights={deck}", "--bootstrap-resamples", "200", "--quiet"])
-    except SystemExit as exc:
-        assert not exc.code, exc.code
-    return base, gold, sid
+def sim_run(track_b_world, tmp_path_factory):
+    """The session's score of one story brought with memory none, decay:20 and perfect
+    (conftest), copied here (the analysis writes into the run) with its clips and their
+    truth sidecars under ``base/rollouts``."""
+    scored = track_b_world.scored(MEMORY, bootstrap_resamples=200)
+    base = track_b_world.workspace(tmp_path_factory.mktemp("identity"), run=scored)
+    track_b_world.copy(scored.rollouts, base / "rollouts")
+    (story,) = load_stories(scored.gold)
+    return base, scored.gold, story.story_id
 
 
 def _face_model(path: Path) -> Path:

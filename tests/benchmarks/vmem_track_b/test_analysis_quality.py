@@ -1,7 +1,8 @@
 """`vidmem analyze vmem_track_b RUN --only quality` on a tiny sim run (one 14-segment story,
-none and last_seen, 6-frame clips): the file and the report section, per-clip numbers equal
-to calling metrics/clip_quality on the clip, Spearman equal to scipy on the stored values,
-a resume that recomputes nothing, and a frozen clip that reads as frozen."""
+none and last_seen, 6-frame clips; a copy of the session's shared run): the file and the
+report section, per-clip numbers equal to calling metrics/clip_quality on the clip,
+Spearman equal to scipy on the stored values, a resume that recomputes nothing, and a
+frozen clip that reads as frozen."""
 
 from __future__ import annotations
 
@@ -14,13 +15,11 @@ from scipy import stats
 
 from vidmem.benchmarks.vmem_track_b import analysis_quality
 from vidmem.benchmarks.vmem_track_b.benchmark import TrackB
-from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
 from vidmem.cli import main
 from vidmem.io.video import probe, read_frames, write_video
 from vidmem.metrics.clip_quality import METRICS, clip_quality
 from vidmem.models.backends.classic_embed import HsvLbpEmbedder
 from vidmem.models.backends.classic_flow import FarnebackFlow
-from vidmem.sim.cards import write_card_deck
 
 pytestmark = pytest.mark.slow  # 28 sim clips generated, judged and measured (~1-2 min)
 
@@ -41,19 +40,10 @@ def declared(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def sim_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp("track_b_quality")
-    gold = base / "gold"
-    gold.mkdir()
-    build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
-    deck = write_card_deck(base / "deck")
-    try:
-        main(["run", "vmem_track_b", "--gold", str(gold), "--generator", "sim", "--generator-opt",
-              "memory=none", "--generator-opt", "fps=4", "--generator-opt", "duration_seconds=1.5",
-              "--conditions", "none,last_seen", "--out", str(base / "run"), "--backend-opt",
-              f"judge/sim-cards:weights={deck}", "--bootstrap-resamples", "200", "--quiet"])
-    except SystemExit as exc:
-        assert not exc.code, exc.code
+def sim_run(track_b_world, track_b_short_run, tmp_path_factory):
+    """A copy of the session's run of 1.5 s clips (conftest): the analysis writes into it."""
+    base = track_b_world.workspace(tmp_path_factory.mktemp("track_b_quality"),
+                                   run=track_b_short_run)
     return base / "run"
 
 

@@ -1,9 +1,9 @@
-"""The stripping analysis on a tiny sim run (one 14-segment story, the `none` condition):
-the stripped prompts are stripping.py's, the with-text side is the stored verdicts, the
-stripped side agrees with the sim truth of the regenerated clips (the sim draws a bracketed
-name as written and, without the text and with no memory, something else), the
-difference is the hand count, resume regenerates nothing, and a run without `none` is
-refused by name."""
+"""The stripping analysis on a tiny sim run (one 14-segment story, its `none` condition, in
+a copy of the session's shared run): the stripped prompts are stripping.py's, the
+with-text side is the stored verdicts, the stripped side agrees with the sim truth of the
+regenerated clips (the sim draws a bracketed name as written and, without the text and
+with no memory, something else), the difference is the hand count, resume regenerates
+nothing, and a run without `none` is refused by name."""
 
 from __future__ import annotations
 
@@ -14,14 +14,12 @@ import pytest
 
 from vidmem.benchmarks.vmem_track_b import analysis_stripping_work as work
 from vidmem.benchmarks.vmem_track_b.benchmark import TrackB
-from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
 from vidmem.benchmarks.vmem_track_b.stories import load_stories
 from vidmem.benchmarks.vmem_track_b.stripping import strip_targets
 from vidmem.cli import main
 from vidmem.io.hashing import content_hash
-from vidmem.sim.cards import write_card_deck
 
-pytestmark = pytest.mark.slow  # 14 sim clips generated and judged, then a few more (~35 s)
+pytestmark = pytest.mark.slow  # the shared run (~40 s, once), then a few clips regenerated
 
 MODULE = "vidmem.benchmarks.vmem_track_b.analysis_stripping"
 
@@ -35,21 +33,12 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def sim_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp("track_b_stripping")
-    gold = base / "gold"
-    gold.mkdir()
-    build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
-    deck = write_card_deck(base / "deck")
-    cache = ["--judge-cache", str(base / "answers.sqlite")]
-    try:
-        main(["run", "vmem_track_b", "--gold", str(gold), "--generator", "sim", "--generator-opt",
-              "memory=none", "--generator-opt", "fps=4", "--conditions", "none", "--out",
-              str(base / "run"), "--backend-opt", f"judge/sim-cards:weights={deck}",
-              "--bootstrap-resamples", "200", "--quiet", *cache])
-    except SystemExit as exc:
-        assert not exc.code, exc.code
-    return base, gold, cache
+def sim_run(track_b_world, track_b_none_run, tmp_path_factory):
+    """A copy of the session's memory-none run (conftest; the analysis reads its `none`
+    condition and writes into the run)."""
+    base = track_b_world.workspace(tmp_path_factory.mktemp("track_b_stripping"),
+                                   run=track_b_none_run)
+    return base, track_b_none_run.gold, ["--judge-cache", str(base / "answers.sqlite")]
 
 
 @pytest.fixture

@@ -13,15 +13,11 @@ import pytest
 from vidmem.benchmarks.vmem_track_b import BENCHMARK
 from vidmem.benchmarks.vmem_track_b.config import ScorerConfig
 from vidmem.benchmarks.vmem_track_b.scorer import aggregate_rows, verdicts_from_json
-from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
 from vidmem.cli import main
 from vidmem.errors import UserInputError
-from vidmem.generators.protocol import GenerationRequest
-from vidmem.generators.sim import SimGenerator
 from vidmem.runners.benchmark_run import open_run, score
-from vidmem.sim.cards import write_card_deck
 
-pytestmark = pytest.mark.slow  # renders 56 sim clips (~15 s) and judges them once (~30 s)
+pytestmark = pytest.mark.slow  # 56 sim clips rendered and judged once per session (~45 s)
 
 CONDITIONS = {"none": "none", "seg_uniform": "perfect"}  # the perfect one plays the policy
 
@@ -35,24 +31,18 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory):
+def sim(track_b_world, tmp_path_factory):
+    """Two sim stories brought with no and perfect memory (conftest), copied here with a
+    snapshot of the session's judge answers taken after the session scored them (so a
+    rescore here asks nothing new)."""
+    track_b_world.scored(CONDITIONS, n_stories=2)
     base = tmp_path_factory.mktemp("track_b_sim")
-    gold = base / "gold"
-    gold.mkdir()
-    built = build_track_b(gold, seed=0, n_cases=2, n_segments=14, gap_long_threshold=8)
-    deck = write_card_deck(base / "deck")  # the Track-B sim builder writes no deck
-    for sid in built.extras["story_ids"]:
-        prompts = json.loads((gold / "sut_prompts" / f"{sid}_name_anchored.json").read_text("utf-8"))
-        for cond, memory in CONDITIONS.items():
-            gen = SimGenerator(memory=memory, seed=0)
-            out = base / "rollouts" / sid / cond
-            out.mkdir(parents=True)
-            for p in prompts["segments"]:
-                res = gen.generate(GenerationRequest(f"{sid}/{p['segment_id']}", "vmem_track_b",
-                                                     p["prompt"], str(out / f"{p['segment_id']}.mp4"),
-                                                     fps=4.0))
-                assert res.status == "ok", res.error
-    return base, gold, deck, built.extras["story_ids"]
+    track_b_world.copy(track_b_world.brought(CONDITIONS, n_stories=2), base / "rollouts")
+    track_b_world.cache_copy(base / "answers.sqlite")
+    gold = track_b_world.gold(2)
+    ids = sorted(p.stem for p in (gold / "gt").glob("*.json"))
+    assert ids == ["0001_sim_s0", "0002_sim_s0"]
+    return base, gold, track_b_world.deck, ids
 
 
 def _config(deck: Path, **kw) -> ScorerConfig:
@@ -70,23 +60,11 @@ def _score(gold: Path, rollouts: Path, out: Path, config: ScorerConfig, cache: P
 
 
 @pytest.fixture(scope="module")
-def scored(sim):
-    base, gold, deck, _ = sim
-    out = base / "run"
-    code = main_score(gold, base / "rollouts", deck, out, base / "answers.sqlite")
-    assert code == 0
+def scored(sim, track_b_world):
+    """`vidmem score` of the two stories with the card judge (the session's run, copied)."""
+    base = sim[0]
+    out = track_b_world.copy(track_b_world.scored(CONDITIONS, n_stories=2).run, base / "run")
     return json.loads((out / "summary.json").read_text("utf-8")), out
-
-
-def main_score(gold: Path, rollouts: Path, deck: Path, out: Path, cache: Path, *extra: str) -> int:
-    try:
-        main(["score", "vmem_track_b", "--gold", str(gold), "--rollouts", str(rollouts),
-              "--conditions", ",".join(CONDITIONS), "--backend-opt",
-              f"judge/sim-cards:weights={deck}", "--judge-cache", str(cache), "--out", str(out),
-              "--quiet", *extra])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
 
 
 def test_perfect_memory_beats_no_memory_with_the_bootstrap_vector(scored):
