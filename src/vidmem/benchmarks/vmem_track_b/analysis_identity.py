@@ -199,6 +199,20 @@ def _freeze(run: Any, options: Any, settings: dict[str, Any], name: str,
     return key, entry
 
 
+def _weights_fingerprints(settings: dict[str, Any]) -> dict[str, str | None]:
+    """Per registered backend the analysis loads, a cheap identity of its weights (names,
+    sizes, mtimes: :func:`~vidmem.models.weights.weights_fingerprint`); plug-ins
+    (``module:Class``) and the card deck's own detector have none here."""
+    from vidmem.models.weights import weights_fingerprint
+
+    names = {settings.get(k) for k in ("detector", "crop_embedder", "place_embedder",
+                                       "segmenter", "face_embedder")}
+    names -= {None, "sim-cards", measure.CARD_MASK}
+    opts = settings["backend_options"]
+    return {n: weights_fingerprint(n, dict(opts.get(n, {}))) for n in sorted(names)
+            if ":" not in n}
+
+
 def _measure(run: Any, options: Any, settings: dict[str, Any],
              scorer: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from vidmem.benchmarks.vmem_track_b.run_items import scored_items
@@ -206,6 +220,7 @@ def _measure(run: Any, options: Any, settings: dict[str, Any],
     from vidmem.runners.execution_records import WorkItem
 
     items = []
+    fingerprints = _weights_fingerprints(settings)
     for it in scored_items(run):
         if it.request is None:
             raise UserInputError(f"story {it.story_id}: the run's item store has no stored "
@@ -219,7 +234,9 @@ def _measure(run: Any, options: Any, settings: dict[str, Any],
                "settings": {k: settings[k] for k in ("detector", "deck", "crop_embedder",
                                                     "place_embedder", "frames", "threshold",
                                                     "segmenter", "face_embedder",
-                                                    "backend_options")}}
+                                                    "backend_options")},
+               # new weights behind the same name or path measure the story again
+               "weights": fingerprints}
         items.append(WorkItem.make(it.story_id, story_mod.KIND, req))
     if not items:
         raise UserInputError(f"{run.path}: no scored stories to analyse",
