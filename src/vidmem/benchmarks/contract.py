@@ -126,7 +126,8 @@ class Benchmark(ABC):
     #: not run again; workers run rollouts in parallel), calls ``rollouts(dataset, out_dir,
     #: config=<scorer configuration>, **requests)`` and then ``run_rollout`` with the
     #: loaded generator and ``ctx`` (plain data: ``generator_key``, the generator's
-    #: identity); ``run_rollout`` writes under the rollout request's ``out_path`` folder,
+    #: identity; ``judge_cache``, the run's answer cache file when it has one, never a key);
+    #: ``run_rollout`` writes under the rollout request's ``out_path`` folder,
     #: resumes inside itself and raises when the rollout cannot be finished. Its summary
     #: lists ``clips`` (``name -> SHA-256``, files in that folder) so that a clip deleted
     #: or changed later makes the runner run the rollout again.

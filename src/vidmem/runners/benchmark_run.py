@@ -165,13 +165,15 @@ def open_run(bench: Benchmark, ds: Any, out: str | Path, config: Any, extra: Map
 
 def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: dict[str, Any], *,
              workers: int = 1, quiet: bool = False, config: Any = None,
-             executor: ExecutorSpec | None = None, **requests: Any) -> dict[str, Any]:
+             executor: ExecutorSpec | None = None, judge_cache: str | None = None,
+             **requests: Any) -> dict[str, Any]:
     """Generate every rollout's video into ``RUN/<outputs_word>`` (resumable).
 
     A benchmark with ``run_rollout`` (a rollout of many requests, run by the benchmark)
     gets ``config`` (the scorer configuration: e.g. which conditions) in ``rollouts`` and
-    one stored item per rollout; the others one item per request. ``executor`` (default:
-    local with ``workers``) says where they run.
+    one stored item per rollout, and ``judge_cache`` (the answer cache's file, for a
+    rollout that asks a judge) in its ``ctx``; the others one item per request.
+    ``executor`` (default: local with ``workers``) says where they run.
     """
     executor = executor or ExecutorSpec(workers=workers)
     out_dir = run.path / bench.outputs_word
@@ -180,7 +182,8 @@ def generate(bench: Benchmark, ds: Any, run: RunDir, generator: str, options: di
                  for r in bench.rollouts(ds, out_dir, config=config, **requests)]
         with run.items() as store:
             summary = generation.run_rollouts(store, items, bench, quiet=quiet,
-                                              executor=executor.one_per_call())
+                                              executor=executor.one_per_call(),
+                                              judge_cache=judge_cache)
         return {"dir": out_dir, "summary": summary.as_counts(),
                 "errors": list(summary.error_samples)}
     items = [generation.make_item(r.request, generator, options, dict(r.inputs))
@@ -363,15 +366,17 @@ def run_benchmark(
                 scan.raise_if_missing()
     run = open_run(bench, ds, out, config, extra, resume=resume, overwrite=overwrite,
                    argv=sys.argv if argv is None else argv)
-    if gen and _driver_loads(executor):
-        # The scorer's models (a judge's weights, a deck) load first: a bad option is one
-        # clear error now, not after every rollout was generated (or per rollout, for a
-        # benchmark whose generation asks the judge, like MIST's M3-Agent arms). On Ray
-        # the driver loads no model: the scoring actors check them when scoring starts.
-        _backends(bench, _config_json(config),
-                  None if judge_cache is None else str(Path(judge_cache).expanduser().resolve()))
+    if gen:
+        cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
+        if _driver_loads(executor):
+            # The scorer's models (a judge's weights, a deck) load first: a bad option is
+            # one clear error now, not after every rollout was generated (or per rollout,
+            # for a benchmark whose generation asks the judge, like MIST's M3-Agent arms).
+            # On Ray the driver loads no model: the scoring actors check them when
+            # scoring starts.
+            _backends(bench, _config_json(config), cache)
         g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet,
-                     config=config, executor=executor, **requests)
+                     config=config, executor=executor, judge_cache=cache, **requests)
         videos = g["dir"]
         if g["summary"]["errors"] and not allow_missing:
             first = g["errors"][0] if g["errors"] else ("?", "?")

@@ -126,12 +126,19 @@ def make_rollout_item(rollout: Any, generator: str, options: dict[str, Any]) -> 
     }, unkeyed=("generation.out_path", "generation.extras.gold_root"))
 
 
-def rollout_work(bench: Any, item: WorkItem) -> dict[str, Any]:
-    """Run one rollout with the benchmark's ``run_rollout`` (picklable with ``partial``)."""
+def rollout_work(bench: Any, item: WorkItem, judge_cache: str | None = None) -> dict[str, Any]:
+    """Run one rollout with the benchmark's ``run_rollout`` (picklable with ``partial``).
+
+    ``judge_cache`` (the run's judge answer cache file, or ``None``) reaches the rollout as
+    ``ctx["judge_cache"]``, outside the item's key: a cache only saves questions, so a
+    run resumed with another cache, or none, resumes the same items.
+    """
     req = item.request
     gen = _generator(req["generator"], json.dumps(req["generator_options"], sort_keys=True))
     rollout = StoredRollout(GenerationRequest.from_dict(req["generation"]), dict(req["inputs"]))
     ctx = {"generator_key": generator_key(req["generator"], req["generator_options"])}
+    if judge_cache is not None:
+        ctx["judge_cache"] = judge_cache
     summary = bench.run_rollout(rollout, gen, ctx)
     return {"response": summary, "score": None}
 
@@ -149,9 +156,11 @@ def _rollout_changed(item: WorkItem, stored: Any) -> str | None:
 
 
 def run_rollouts(store: ItemStore, items: list[WorkItem], bench: Any, *, workers: int = 1,
-                 quiet: bool = False, executor: ExecutorSpec | None = None) -> ExecutionSummary:
+                 quiet: bool = False, executor: ExecutorSpec | None = None,
+                 judge_cache: str | None = None) -> ExecutionSummary:
     """Run every rollout not yet done; rerun those with a clip deleted or changed since
-    (the benchmark's ``run_rollout`` then resumes at the first unfinished clip)."""
+    (the benchmark's ``run_rollout`` then resumes at the first unfinished clip).
+    ``judge_cache``: see :func:`rollout_work`."""
     from functools import partial
 
     _remove_partials({Path(it.request["generation"]["out_path"]).parent for it in items})
@@ -170,5 +179,5 @@ def run_rollouts(store: ItemStore, items: list[WorkItem], bench: Any, *, workers
         Console(stderr=True).print("[yellow]regenerating:[/yellow] " + "; ".join(redo[:5])
                                    + (f" (and {len(redo) - 5} more)" if len(redo) > 5 else ""),
                                    highlight=False)
-    return execute(store, items, partial(rollout_work, bench), workers=workers,
-                   progress=not quiet, quiet=quiet, executor=executor)
+    return execute(store, items, partial(rollout_work, bench, judge_cache=judge_cache),
+                   workers=workers, progress=not quiet, quiet=quiet, executor=executor)
