@@ -191,13 +191,16 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
     Args:
         rollout: from :func:`make_rollouts`.
         generator: a :class:`~vidmem.generators.protocol.Generator`.
-        ctx: ``generator_key`` (the generator's identity: part of every clip's key).
+        ctx: ``generator_key`` (the generator's identity: part of every clip's key);
+            ``judge_cache`` (optional: the run's judge answer cache file, which the
+            M3-Agent arms ask their judge through; no key holds it).
         backends: ``config -> (judge, rewriter)`` for the M3-Agent arms (default: load
             the configuration's backends once per process).
 
     Returns:
         ``{"case_id", "generated", "clips": {relative path: sha256}, "agent": {arm:
-        {"candidates", "best"}}}``.
+        {"candidates", "best", "judge_answers"?}}}`` (``judge_answers`` with a cache,
+        when the arm ran now).
 
     Raises:
         RuntimeError: a generation failed (finished clips are kept).
@@ -206,6 +209,7 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
     card = Card.model_validate(ex["card"])
     config = MistConfig.from_dict(ex["config"])
     gkey = (ctx or {}).get("generator_key")
+    judge_cache = (ctx or {}).get("judge_cache")
     folder = Path(rollout.request.out_path).parent
     folder.mkdir(parents=True, exist_ok=True)
     progress = Progress(folder)
@@ -234,7 +238,8 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
                                     arm_prompt(card, arm), gap_png,  # type: ignore[arg-type]
                                     folder / arm / try_name(0))
             agent[arm] = run_agent_arm(card, config, arm, folder, gap_png, request, generator,
-                                       progress, gkey, backends or agent_backends)
+                                       progress, gkey, backends or agent_backends,
+                                       judge_cache=judge_cache)
             clips += agent[arm].pop("clips")
     return {"case_id": card.case_id, "generated": progress.generated,
             "clips": {rel: progress.entries[rel]["sha256"] for rel in clips}, "agent": agent}

@@ -5,11 +5,19 @@ rewrite) :func:`run_agent_arm` runs :class:`vidmem.agents.m3.M3Agent` on the cas
 reveal shot with the same frozen generator: the original is the baseline's try 0
 (copied to ``<arm>/try_0.mp4``), the agent writes ``<arm>/try_<k>.mp4`` for k >= 1 and
 its log ``<arm>/agent_run.json``. The diagnoser is the gate judge; the keep score is the
-reporting scorer's (:func:`keep_score`): an oracle, as the protocol says. The agent asks
-its judge directly, not through the run's answer cache (the runner hands that to the
-scoring stage only), so scoring asks the kept clips' questions once more. The arm is
+reporting scorer's (:func:`keep_score`): an oracle, as the protocol says. The arm is
 redone as a whole when its original, the gap frame, the card, the configuration or one
 of its clips changed (its steps depend on each other).
+
+When the run has a judge answer cache (``ctx["judge_cache"]``, the file scoring uses)
+the agent asks its judge through it (:func:`cached_judge`). Its keep questions are the
+scorer's own reveal questions of the same clip: the answer key holds no item id, so the
+``keep`` name differs from scoring's without changing the key, and scoring finds the
+answers about the agent's clips in the cache (summary.json's ``judge_answers.from_cache``;
+what the agent itself asked and was served is the arm's ``judge_answers`` in the
+rollout's stored summary). A repeated run with the same cache asks none of the agent's questions again.
+The cache is never part of a key: a run resumed with another cache, or with
+``--judge-cache off`` (the agent then asks directly, and scoring asks again), resumes.
 """
 
 from __future__ import annotations
@@ -34,11 +42,13 @@ from vidmem.generators.requests import GenerationRequest
 from vidmem.io.hashing import content_hash, file_sha256
 from vidmem.metrics.mist_gates import clip_gates
 
-__all__ = ["WITHHELD", "agent_backends", "keep_score", "run_agent_arm"]
+__all__ = ["WITHHELD", "agent_backends", "cached_judge", "keep_score", "run_agent_arm"]
 
 WITHHELD = "target_withheld_rewrite"
 
 _BACKENDS: dict[str, tuple[Any, Any]] = {}
+#: open answer caches by file, one connection per process (shared by every arm)
+_CACHES: dict[str, Any] = {}
 
 
 def agent_backends(config: MistConfig) -> tuple[Any, Any]:
@@ -55,6 +65,18 @@ def agent_backends(config: MistConfig) -> tuple[Any, Any]:
     return _BACKENDS[key]
 
 
+def cached_judge(judge: Any, path: str | os.PathLike[str]) -> Any:
+    """``judge`` asked through the answer cache file ``path``: a fresh
+    :class:`~vidmem.runners.judge_cache.CachedJudge` (its counts are one arm's), the
+    file opened once per process."""
+    from vidmem.runners.judge_cache import AnswerCache, CachedJudge
+
+    where = str(Path(path).expanduser().resolve())
+    if where not in _CACHES:
+        _CACHES[where] = AnswerCache(where)
+    return CachedJudge(judge, _CACHES[where])
+
+
 def keep_score(judge: Any, card: Card, clip: str | os.PathLike[str], name: str,
                threshold: float = 0.5) -> float:
     """M3-Agent's keep score of one reveal clip (rule ``agent_score`` of :data:`PROTOCOL`)."""
@@ -66,8 +88,13 @@ def keep_score(judge: Any, card: Card, clip: str | os.PathLike[str], name: str,
 
 def run_agent_arm(card: Card, config: MistConfig, arm: str, folder: Path, gap_png: Path,
                   request: GenerationRequest, generator: Any, progress: Progress, gkey: Any,
-                  backends: Callable[[MistConfig], tuple[Any, Any]]) -> dict[str, Any]:
-    """Run M3-Agent for one arm (or keep its finished run); its clips as ``try_<k>.mp4``."""
+                  backends: Callable[[MistConfig], tuple[Any, Any]], *,
+                  judge_cache: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Run M3-Agent for one arm (or keep its finished run); its clips as ``try_<k>.mp4``.
+
+    With ``judge_cache`` the judge is asked through that answer cache, and the result
+    holds ``judge_answers`` (``from_cache``, ``asked``) of this run of the arm.
+    """
     original = folder / BASELINE / try_name(0)
     adir = folder / arm
     rel_run = f"{arm}/{AGENT_RUN}"
@@ -83,6 +110,8 @@ def run_agent_arm(card: Card, config: MistConfig, arm: str, folder: Path, gap_pn
     from vidmem.agents.m3 import M3Agent, TaskRecord
 
     judge, rewriter = backends(config)
+    if judge_cache is not None:
+        judge = cached_judge(judge, judge_cache)
 
     def score(clip: Path) -> float:
         return keep_score(judge, card, clip, f"{card.case_id}/{arm}/keep/{Path(clip).stem}",
@@ -114,4 +143,7 @@ def run_agent_arm(card: Card, config: MistConfig, arm: str, folder: Path, gap_pn
     progress.generated += run.generator_calls
     write_json(adir / AGENT_RUN, run.to_dict())
     progress.record(rel_run, key, clip_keys=clip_keys, best=run.best)
-    return {"clips": list(clip_keys), "candidates": len(run.steps), "best": run.best}
+    out = {"clips": list(clip_keys), "candidates": len(run.steps), "best": run.best}
+    if judge_cache is not None:
+        out["judge_answers"] = judge.answer_counts()
+    return out
