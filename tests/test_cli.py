@@ -128,9 +128,27 @@ def test_console_script_exit_code():
     assert "unknown benchmark" in res.stderr
 
 
+#: demo parts whose own tests run them exactly as `vidmem demo` does (part.run, part.passed
+#: against the sim truth, a second run served from the stores; Track-B's also prints and
+#: renders its report section): the end-to-end demo test below leaves them out, and
+#: README command 1 in CI runs the whole demo.
+PARTS_TESTED_APART = {
+    "vmem_track_b": "tests/benchmarks/vmem_track_b/test_demo.py::test_demo_part_on_the_sim_story",
+    "mist": "tests/benchmarks/mist/test_mist_demo.py::test_demo_part_passes_and_reuses_its_run",
+}
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # every benchmark's demo part: ~3 min alone, longer on a busy box
-def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
+@pytest.mark.timeout(1200)  # three demo parts: ~2 min alone, longer on a busy box
+def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path, monkeypatch):
+    from vidmem.runners import demo as demo_runner
+
+    parts = demo_runner.demo_parts()
+    assert {b.name for b, _ in parts} == {"cmbench", "memory_loop", "vmem_track_a",
+                                          *PARTS_TESTED_APART}
+    kept = [(b, p) for b, p in parts if b.name not in PARTS_TESTED_APART]
+    monkeypatch.setattr(demo_runner, "demo_parts", lambda: kept)
+
     out = tmp_path / "demo"
     code, stdout, err = run_cli(capsys, "demo", "--out", str(out), "--json")
     assert code == 0, err
@@ -146,11 +164,8 @@ def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
     ml = result["memory_loop"]
     assert ml["perfect_fidelity_higher"] is True
     assert ml["by_memory"]["perfect"]["fidelity"]["mean"] > ml["by_memory"]["decay:15"]["fidelity"]["mean"] + 0.1
-    tb = result["vmem_track_b"]["checks"]
-    assert tb["retrieval_raises_recall"]["passed"] and tb["leaky_lowers_avoid_ok"]["passed"]
-    mist = result["mist"]
-    assert mist["truth_rises"] and mist["judge_rises"] and mist["setup_flat"]
     assert result["vmem_track_a"]["text_aware_beat_random"]
+    assert not set(PARTS_TESTED_APART) & set(result)
     assert result["benchmarks_not_implemented"] == []
     assert (out / "run.json").is_file() and (out / "items.sqlite").is_file()
     html = (out / "report" / "report.html").read_text()
@@ -158,9 +173,17 @@ def test_demo_runs_end_to_end_and_reuses_its_run(capsys, tmp_path):
     first_computed = result["execution"]["computed"]
     assert first_computed == result["execution"]["total"]
 
-    code, stdout, _ = run_cli(capsys, "demo", "--out", str(out), "--json")
-    again = json.loads(stdout)
-    assert code == 0
+    # again, as a user sees it: served from the stores, each part's table, the success line
+    code, stdout, err = run_cli(capsys, "demo", "--out", str(out))
+    assert code == 0, err
+    assert "all checks passed" in stdout and "CHECKS FAILED" not in stdout
+    for line in ("perfect memory beats no memory on every task: yes",
+                 "Memory loop on the sim world",
+                 "text-aware policies beat random in recall at K = 4: yes",
+                 "the causal guard dropped nothing for the built-in policies: yes"):
+        assert line in stdout, line
+    again = json.loads((out / "summary.json").read_text("utf-8"))
+    assert again["all_checks_passed"] is True
     assert again["execution"]["computed"] == 0
     assert again["execution"]["cached"] == first_computed
 
