@@ -22,8 +22,9 @@ Rules:
   what it asks and what it finds cached do not depend on which tests ran before.
 * **lazy**: a run is built the first time a test asks for it, then reused.
 
-Times are setup seconds measured with two busy cores (other tests running beside); a
-cache hit makes a later build of the same clips cheaper.
+Times below were measured building everything in this order on two cores with other
+tests running beside (load about 1); a busier box takes up to twice as long, and a clip
+whose answers are already cached costs about a third less.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import json
 import re
 import shutil
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,12 @@ def _slug(text: str) -> str:
     'decay_20_last_seen'
     """
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    """``relative path -> (size, mtime_ns)`` of every file under ``folder``."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _relocate(src: Path, dst: Path) -> None:
@@ -131,6 +138,21 @@ class TrackBWorld:
         self._runs: dict[tuple, SimRun] = {}
         self._clips: dict[tuple[str, str], Path] = {}
         self._brought: dict[tuple, Path] = {}
+        self._sealed: dict[Path, dict[str, tuple[int, int]]] = {self.deck: _listing(self.deck)}
+
+    def _seal(self, folder: Path) -> Path:
+        """Remember a pristine folder's files, for :meth:`changed` at the session's end."""
+        self._sealed[folder] = _listing(folder)
+        return folder
+
+    def changed(self) -> list[str]:
+        """Files added, removed or rewritten in a pristine folder since it was built."""
+        out = []
+        for folder, before in self._sealed.items():
+            now = _listing(folder)
+            out += [f"{folder / name}" for name in sorted(set(before) | set(now))
+                    if before.get(name) != now.get(name)]
+        return out
 
     def gold(self, n_stories: int = 1) -> Path:
         """The gold of ``n_stories`` sim stories (seed 0, 14 segments, long gap 8); ~1 s."""
@@ -141,15 +163,15 @@ class TrackBWorld:
             gold.mkdir()
             build_track_b(gold, seed=SEED, n_cases=n_stories, n_segments=N_SEGMENTS,
                           gap_long_threshold=GAP_LONG)
-            self._golds[n_stories] = gold
+            self._golds[n_stories] = self._seal(gold)
         return self._golds[n_stories]
 
     def run(self, memory: str, conditions: Sequence[str], *,
             duration_seconds: str | None = None) -> SimRun:
         """``vidmem run vmem_track_b`` on the 1-story gold with the sim generator
         (``memory``, fps 4, ``duration_seconds`` when given), ``conditions``, the session's
-        deck and answer cache, 200 bootstrap resamples; ~1 s per clip, half that when the
-        judge answers are cached."""
+        deck and answer cache, 200 bootstrap resamples; ~0.7 s a clip generated and
+        judged."""
         key = (memory, tuple(conditions), duration_seconds)
         if key not in self._runs:
             gold = self.gold(1)
@@ -161,7 +183,7 @@ class TrackBWorld:
                  "--conditions", ",".join(conditions), "--backend-opt",
                  f"judge/sim-cards:weights={self.deck}", "--judge-cache", str(self.cache),
                  "--bootstrap-resamples", str(BOOTSTRAP_RESAMPLES), "--quiet", "--out", str(out))
-            self._runs[key] = SimRun(gold, out, self.deck, memory, tuple(conditions),
+            self._runs[key] = SimRun(gold, self._seal(out), self.deck, memory, tuple(conditions),
                                      out / "rollouts")
         return self._runs[key]
 
@@ -185,7 +207,7 @@ class TrackBWorld:
                     f"{sid}/{p['segment_id']}", "vmem_track_b", p["prompt"],
                     str(out / f"{p['segment_id']}.mp4"), fps=float(FPS)))
                 assert res.status == "ok", res.error
-            self._clips[(sid, memory)] = out
+            self._clips[(sid, memory)] = self._seal(out)
         return self._clips[(sid, memory)]
 
     def brought(self, conditions: Mapping[str, str], n_stories: int = 1) -> Path:
@@ -193,7 +215,7 @@ class TrackBWorld:
         ``.truth.json`` sidecars) for the first ``n_stories`` stories, ``conditions``
         mapping a condition folder name to the sim memory that drew it. No progress
         files: a scorer sees the references as unknown. Each (story, memory) is rendered
-        once per session (~0.4 s a clip) and copied under every name that asks for it."""
+        once per session and copied under every name that asks for it."""
         key = (n_stories, tuple(sorted(conditions.items())))
         if key not in self._brought:
             out = self.root / "brought" / _slug(f"{n_stories}_" + ",".join(
@@ -202,15 +224,16 @@ class TrackBWorld:
                 for cond, memory in conditions.items():
                     clips = self._story_clips(n_stories, index, memory)
                     shutil.copytree(clips, out / clips.parent.name / cond)
-            self._brought[key] = out
+            self._brought[key] = self._seal(out)
         return self._brought[key]
 
     def scored(self, conditions: Mapping[str, str], n_stories: int = 1, *,
                bootstrap_resamples: int | None = None) -> SimRun:
         """``vidmem score vmem_track_b`` of :meth:`brought` ``(conditions, n_stories)``
         on the ``n_stories`` gold, with the session's deck and answer cache
-        (``bootstrap_resamples`` when given, else the protocol's 2000); ~0.7 s a clip,
-        ~0.25 s when its answers are cached."""
+        (``bootstrap_resamples`` when given, else the protocol's 2000). With the
+        rendering: ~18 s for 1 story x 3 memories, ~16 s for 2 stories x 2 memories when
+        the first story's clips were rendered and judged before."""
         key = ("scored", n_stories, tuple(sorted(conditions.items())), bootstrap_resamples)
         if key not in self._runs:
             gold, rollouts = self.gold(n_stories), self.brought(conditions, n_stories)
@@ -221,7 +244,7 @@ class TrackBWorld:
                  "--conditions", ",".join(conditions), "--backend-opt",
                  f"judge/sim-cards:weights={self.deck}", "--judge-cache", str(self.cache),
                  "--out", str(out), "--quiet", *extra)
-            self._runs[key] = SimRun(gold, out, self.deck, "brought", tuple(conditions),
+            self._runs[key] = SimRun(gold, self._seal(out), self.deck, "brought", tuple(conditions),
                                      rollouts)
         return self._runs[key]
 
@@ -255,10 +278,15 @@ class TrackBWorld:
 
 
 @pytest.fixture(scope="session")
-def track_b_world(tmp_path_factory) -> TrackBWorld:
+def track_b_world(tmp_path_factory) -> Iterator[TrackBWorld]:
     """The session's builder: ``gold(n)``, ``run(memory, conditions)``, ``brought(...)``,
-    ``copy``, ``cache_copy``, ``deck``. Costs nothing until asked."""
-    return TrackBWorld(tmp_path_factory.mktemp("track_b_world"))
+    ``copy``, ``cache_copy``, ``deck``. Costs nothing until asked. At the session's end
+    it fails if any file of a pristine folder was added, removed or rewritten."""
+    world = TrackBWorld(tmp_path_factory.mktemp("track_b_world"))
+    yield world
+    changed = world.changed()
+    assert not changed, ("a test wrote into the shared Track-B sim folders (copy them first: "
+                         f"track_b_world.copy / workspace): {changed[:10]}")
 
 
 @pytest.fixture(scope="session")
@@ -271,19 +299,20 @@ def track_b_gold(track_b_world) -> Path:
 @pytest.fixture(scope="session")
 def track_b_none_run(track_b_world) -> SimRun:
     """``vidmem run`` memory=none on the 1-story gold, conditions none, last_seen and
-    seg_uniform (42 clips); ~40 s. Pristine: copy before analysing or rescoring."""
+    seg_uniform (42 clips); ~30 s. Pristine: copy before analysing or rescoring."""
     return track_b_world.run("none", NONE_RUN_CONDITIONS)
 
 
 @pytest.fixture(scope="session")
 def track_b_leaky_run(track_b_world) -> SimRun:
     """``vidmem run`` memory=leaky:0.5 (forbidden things leak in), conditions none and
-    last_seen (28 clips); ~25 s. Pristine: copy before analysing or rescoring."""
+    last_seen (28 clips; its `none` clips match the memory-none run's, so their answers
+    come from the cache when that run was built first); ~12 s. Pristine: copy first."""
     return track_b_world.run("leaky:0.5", ("none", "last_seen"))
 
 
 @pytest.fixture(scope="session")
 def track_b_short_run(track_b_world) -> SimRun:
     """``vidmem run`` memory=none with 1.5 s clips (6 frames each: cheap to measure per
-    frame), conditions none and last_seen (28 clips); ~15 s. Pristine: copy first."""
+    frame), conditions none and last_seen (28 clips); ~10 s. Pristine: copy first."""
     return track_b_world.run("none", ("none", "last_seen"), duration_seconds="1.5")
