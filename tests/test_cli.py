@@ -251,3 +251,22 @@ def test_backend_option_values_are_typed(capsys):
 
     assert parse_backend_option("classic/sift:ratio=0.8") == ("classic/sift", "ratio", 0.8)
     assert parse_backend_option("x/y:weights=/m/[a]") == ("x/y", "weights", "/m/[a]")
+
+
+def test_demo_exits_non_zero_when_a_check_fails(capsys, tmp_path, monkeypatch):
+    """A failed verdict is a failure of the command (exit 1), not only a red line."""
+    from types import SimpleNamespace
+
+    from vidmem.runners import demo as demo_runner
+
+    failing = SimpleNamespace(
+        ANNOUNCE="a part that always fails", config=lambda: {"fails": True},
+        run=lambda bench, out, quiet: {"ran": True}, passed=lambda result: False,
+        print_result=lambda console, result: None,
+        report_section=lambda rep, result, out, report_dir: None)
+    monkeypatch.setattr(demo_runner, "demo_parts",
+                        lambda: [(SimpleNamespace(name="always_fails"), failing)])
+    code, stdout, _ = run_cli(capsys, "demo", "--out", str(tmp_path / "demo"))
+    assert code == 1 and "CHECKS FAILED" in stdout
+    code, stdout, _ = run_cli(capsys, "demo", "--out", str(tmp_path / "demo"), "--json")
+    assert code == 1 and json.loads(stdout)["all_checks_passed"] is False

@@ -175,6 +175,8 @@ def demo(
     result = run_demo(out_dir, overwrite=overwrite, quiet=quiet or as_json, console=out, argv=sys.argv)
     if as_json:
         _print_json(result)
+    if not result["all_checks_passed"]:  # a failed check is a failure, as in every command
+        raise typer.Exit(1)
 
 
 # ------------------------------------------------------------------- run / score / report
