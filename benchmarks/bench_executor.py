@@ -13,6 +13,9 @@ offline scorer, and reports
 * the machine's own ceiling, measured beside them: a pure-Python loop run twice in one
   process and once in each of two processes (on a machine shared with other jobs this
   is well below 2, and no executor can beat it);
+* the workload's ceiling: the same scoring calls split by hand between two warm plain
+  processes vs one (no executor, start-up excluded) -- what the machine gives this very
+  work in the same minutes;
 * Ray's per-item overhead: the round trip of an empty one-item actor call, and the
   end-to-end difference (ray x1 - local x1) / items, which includes the actor's start
   and backend load.
@@ -73,6 +76,40 @@ def machine_ceiling(n: int = 20_000_000) -> float:
     return one / two
 
 
+def _score_alone(items) -> float:
+    """Seconds to score ``items`` one after another in this (warm) process, on one core."""
+    from vidmem.runners.benchmark_run import _score_work
+
+    limit_threads(1)
+    t0 = time.perf_counter()
+    for item in items:
+        _score_work(bench, item)
+    return time.perf_counter() - t0
+
+
+def workload_ceiling(items) -> float:
+    """Speedup of two warm plain processes over one on these very items, no executor.
+
+    The same scoring calls as the executors make, split by hand between two ``spawn``
+    processes that were started and warmed (imports, backends) before the clock: what
+    this machine gives this workload right now, with nothing of vidmem's scheduling.
+    """
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        pool.apply(_score_alone, (items[:1],))
+        t0 = time.perf_counter()
+        pool.apply(_score_alone, (items,))
+        one = time.perf_counter() - t0
+    with ctx.Pool(2) as pool:
+        pool.map(_score_alone, [items[:1], items[1:2]], chunksize=1)
+        t0 = time.perf_counter()
+        pool.map(_score_alone, [items[0::2], items[1::2]], chunksize=1)
+        two = time.perf_counter() - t0
+    return one / two
+
+
 def _noop(item):
     return {"response": None, "score": None}
 
@@ -125,6 +162,11 @@ def main() -> None:
         outputs[name] = ((out / "scores.jsonl").read_bytes(), (out / "summary.json").read_bytes())
         return took
 
+    from vidmem.runners.execute import WorkItem
+
+    scan = bench.find_outputs(ds, videos)
+    work_items = [WorkItem.make(x.item_id, "score", dict(x.request), unkeyed=x.unkeyed)
+                  for x in bench.score_items(ds, scan, cfg, work / "gen")]
     outputs: dict[str, tuple[bytes, bytes]] = {}
     load_before = os.getloadavg()[0]
     all_threads = timed("local_x1_all_threads", "local", 1, 0)
@@ -138,9 +180,10 @@ def main() -> None:
     overheads = ray_overheads(ray, 200)
 
     seconds: dict[str, list[float]] = {}
-    ceilings = []
+    ceilings, workload = [], []
     for rep in range(args.repeats):
         ceilings.append(machine_ceiling())
+        workload.append(workload_ceiling(work_items))
         for kind, workers in RUNS:
             name = f"{kind}_x{workers}"
             seconds.setdefault(name, []).append(timed(name, kind, workers, rep))
@@ -154,6 +197,7 @@ def main() -> None:
         "speedup_2_vs_1": {"local": round(med["local_x1"] / med["local_x2"], 2),
                            "ray": round(med["ray_x1"] / med["ray_x2"], 2)},
         "machine_ceiling_2_vs_1": [round(c, 2) for c in ceilings],
+        "workload_ceiling_2_vs_1": [round(c, 2) for c in workload],
         "byte_identical": len(set(outputs.values())) == 1,
         "ray_init_seconds": round(ray_init, 2),
         **overheads,
