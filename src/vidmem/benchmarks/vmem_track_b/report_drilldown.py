@@ -206,11 +206,7 @@ def _clip_path(run: Any, item: StoryItem, cond: str, k: int) -> Path | None:
     clips = ((item.request or {}).get("clips") or {}).get(cond) or []
     if k >= len(clips) or clips[k] is None:
         return None
-    stored = Path(clips[k])
-    if stored.is_file():
-        return stored
-    moved = Path(run.path) / "rollouts" / item.story_id / cond / stored.name  # a moved run
-    return moved if moved.is_file() else stored
+    return Path(clips[k])  # scored_items already prefers the run's own copy of the clip
 
 
 def _middle_frame(clip: Path | None) -> tuple[np.ndarray, str]:

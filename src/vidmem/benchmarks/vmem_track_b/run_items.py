@@ -5,6 +5,12 @@ Rules: a story's row comes from ``scores.jsonl`` (status ``scored``); its reques
 are the item-store entry whose score *is* that row -- the store may also hold items of
 earlier gold or clips under the same run configuration, and those are never used; of
 two equal entries the newest wins. Nothing is judged or decoded here.
+
+Clip paths: a run made with ``vidmem run`` stores the absolute paths of its clips under
+``RUN/rollouts``. When the run's own folder holds a clip of that name
+(``RUN/rollouts/<story>/<condition>/<file>``) that file is the one read, else the stored
+path (brought rollouts live elsewhere): a run moved *or copied* with its clips reads its
+own files, never the original's that may still exist beside it.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StoryItem", "scored_items"]
+__all__ = ["StoryItem", "own_clips", "scored_items"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,36 @@ def scored_items(run: Any) -> list[StoryItem]:
     out = []
     for r in rows:
         s = found.get(r["story_id"])
-        out.append(StoryItem(r["story_id"], r, None if s is None else s.request,
-                             None if s is None else s.response))
+        request = None if s is None else own_clips(run.path, r["story_id"], s.request)
+        out.append(StoryItem(r["story_id"], r, request, None if s is None else s.response))
     return out
+
+
+def own_clips(run_path: str | Path, story_id: str,
+              request: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``request`` with each clip path replaced by the run's own copy when it has one.
+
+    Example:
+        >>> import tempfile
+        >>> run = Path(tempfile.mkdtemp())
+        >>> (run / "rollouts" / "s1" / "none").mkdir(parents=True)
+        >>> _ = (run / "rollouts" / "s1" / "none" / "seg_001.mp4").write_bytes(b"x")
+        >>> req = {"clips": {"none": ["/old/run/rollouts/s1/none/seg_001.mp4",
+        ...                          "/old/run/rollouts/s1/none/seg_002.mp4", None]}}
+        >>> got = own_clips(run, "s1", req)["clips"]["none"]
+        >>> got[0] == str(run / "rollouts" / "s1" / "none" / "seg_001.mp4"), got[1:]
+        (True, ['/old/run/rollouts/s1/none/seg_002.mp4', None])
+    """
+    clips = request.get("clips")
+    if not isinstance(clips, Mapping):
+        return request
+    base = Path(run_path) / "rollouts" / story_id
+
+    def pick(condition: str, stored: str | None) -> str | None:
+        if stored is None:
+            return None
+        own = base / condition / Path(stored).name
+        return str(own) if own.is_file() else stored
+
+    return {**request, "clips": {cond: [pick(cond, p) for p in paths]
+                                 for cond, paths in clips.items()}}
