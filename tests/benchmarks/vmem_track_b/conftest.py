@@ -36,6 +36,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,18 +167,19 @@ class TrackBWorld:
             self._golds[n_stories] = self._seal(gold)
         return self._golds[n_stories]
 
-    def run(self, memory: str, conditions: Sequence[str], *,
-            duration_seconds: str | None = None) -> SimRun:
+    def run(self, memory: str, conditions: Sequence[str], **generator_opts: str) -> SimRun:
         """``vidmem run vmem_track_b`` on the 1-story gold with the sim generator
-        (``memory``, fps 4, ``duration_seconds`` when given), ``conditions``, the session's
-        deck and answer cache, 200 bootstrap resamples; ~0.7 s a clip generated and
-        judged."""
-        key = (memory, tuple(conditions), duration_seconds)
+        (``memory``, fps 4, any further ``--generator-opt`` given as keywords, e.g.
+        ``duration_seconds="1.5"`` or ``ignore_references="0.5"``), ``conditions``, the
+        session's deck and answer cache, 200 bootstrap resamples; ~0.7 s a clip generated
+        and judged."""
+        opts = tuple(sorted(generator_opts.items()))
+        key = (memory, tuple(conditions), opts)
         if key not in self._runs:
             gold = self.gold(1)
-            out = self.root / "runs" / _slug(f"{memory}_{','.join(conditions)}_{duration_seconds}")
-            extra = ["--generator-opt", f"duration_seconds={duration_seconds}"] \
-                if duration_seconds else []
+            named = "_".join(f"{k}={v}" for k, v in opts)
+            out = self.root / "runs" / _slug(f"{memory}_{','.join(conditions)}_{named}")
+            extra = [a for k, v in opts for a in ("--generator-opt", f"{k}={v}")]
             _cli("run", "vmem_track_b", "--gold", str(gold), "--generator", "sim",
                  "--generator-opt", f"memory={memory}", "--generator-opt", f"fps={FPS}", *extra,
                  "--conditions", ",".join(conditions), "--backend-opt",
@@ -275,6 +277,45 @@ class TrackBWorld:
         if self.cache.is_file():
             self.copy(self.cache, dst)
         return dst
+
+
+def attribution_truth(run: Path, story: Any, unit: Mapping[str, Any]
+                      ) -> tuple[str | None, str | None]:
+    """What the sim truth says caused an attribution unit, and the truth ``source`` of the
+    entity in the unit's clip (cause ``None``: the truth drew it right, a judge miss).
+
+    A render is ``carried`` when the clip drew a leak; a miss is ``introduction`` without a
+    previous appearance, ``writing`` when the previous appearance was already drawn wrong,
+    ``no_memory`` / ``selection`` for an impostor (nothing remembered, no reference showed
+    it; ``none`` hands over no references), else ``synthesis`` (a reference showed the name
+    and the clip drew it wrong: ``reference_ignored``)."""
+    def entities(clip: Path) -> dict[str, dict]:
+        truth = json.loads(clip.with_name(clip.name + ".truth.json").read_text("utf-8"))
+        return {e["name"]: e for e in truth["entities"]}
+
+    folder = Path(run) / "rollouts" / unit["story_id"] / unit["condition"]
+    name = story.entities[unit["eid"]].name
+    here = entities(folder / f"seg_{unit['segment_id']:03d}.mp4")
+    source = here.get(name, {}).get("source")
+    if unit["failure"] == "render":
+        return ("carried" if source == "leak" else "not_carried"), source
+    if unit["previous"] is None:
+        return "introduction", source
+    prev = entities(folder / f"seg_{unit['previous']:03d}.mp4")
+    if prev.get(name, {}).get("appearance_correct") is not True:
+        return "writing", source
+    e = here.get(name)
+    if e is None or e["appearance_correct"] is True:
+        return None, source
+    if source == "impostor":
+        return ("no_memory" if unit["condition"] == "none" else "selection"), source
+    return "synthesis", source
+
+
+@pytest.fixture(scope="session")
+def sim_attribution_truth():
+    """:func:`attribution_truth`, for the attribution tests."""
+    return attribution_truth
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,32 +127,9 @@ def sim_run(track_b_world, track_b_none_run, track_b_leaky_run, tmp_path_factory
     return base, track_b_none_run.gold, track_b_none_run.deck, base / "answers.sqlite"
 
 
-def _truth(clip: Path) -> dict:
-    return json.loads(clip.with_name(clip.name + ".truth.json").read_text("utf-8"))
-
-
-def sim_cause(run: Path, story, unit: dict) -> str | None:
-    """The cause the sim truth says (None: the truth drew it right, a judge miss)."""
-    folder = run / "rollouts" / unit["story_id"] / unit["condition"]
-    name = story.entities[unit["eid"]].name
-    here = {e["name"]: e for e in _truth(folder / f"seg_{unit['segment_id']:03d}.mp4")["entities"]}
-    if unit["failure"] == "render":
-        return "carried" if here.get(name, {}).get("source") == "leak" else "not_carried"
-    if unit["previous"] is None:
-        return "introduction"
-    prev = {e["name"]: e for e in _truth(folder / f"seg_{unit['previous']:03d}.mp4")["entities"]}
-    if prev.get(name, {}).get("appearance_correct") is not True:
-        return "writing"
-    e = here.get(name)
-    if e is None or e["appearance_correct"] is True:
-        return None
-    if e["source"] == "impostor":  # nothing remembered, no reference showed the name
-        return "no_memory" if unit["condition"] == "none" else "selection"
-    return "synthesis"
-
-
 @pytest.mark.slow  # the two shared sim runs, 70 clips generated and judged (~60 s, once)
-def test_sim_run_causes_agree_with_the_sim_truth(sim_run, capsys, monkeypatch):
+def test_sim_run_causes_agree_with_the_sim_truth(sim_run, sim_attribution_truth, capsys,
+                                                    monkeypatch):
     from vidmem.benchmarks.vmem_track_b.benchmark import TrackB
     from vidmem.benchmarks.vmem_track_b.stories import load_stories
 
@@ -171,7 +147,7 @@ def test_sim_run_causes_agree_with_the_sim_truth(sim_run, capsys, monkeypatch):
         assert data["references_unknown"] == [] and data["unjudged_references"] == 0
         assert "Failure attribution (analysis)" in (run / "report" / "report.md").read_text()
         for u in data["units"]:
-            want = sim_cause(run, story, u)
+            want, _ = sim_attribution_truth(run, story, u)
             seen[(memory, u["condition"], u["cause"], want)] += 1
             if want is not None:
                 total += 1

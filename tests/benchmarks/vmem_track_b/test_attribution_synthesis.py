@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -15,65 +14,28 @@ P = 0.5
 
 
 @pytest.fixture(scope="module")
-def synthesis_run(tmp_path_factory):
-    from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
+def synthesis_run(track_b_world, tmp_path_factory):
+    """The shared world's 1-story gold run with memory none (every recalled name comes
+    from a reference or is an impostor, so each reference the generator ignores is a
+    failure of its own) and ``ignore_references=P``, copied and analysed."""
     from vidmem.cli import main
 
+    sim = track_b_world.run("none", ("seg_uniform",), ignore_references=str(P))
     base = tmp_path_factory.mktemp("attribution_synthesis")
-    gold = base / "gold"
-    gold.mkdir()
-    build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
-    cache = base / "answers.sqlite"
-    common = ["--judge-cache", str(cache), "--quiet"]
-    # memory none: every recalled name comes from a reference or is an impostor, so each
-    # reference the generator ignores is a failure of its own
-    for args in (["run", "vmem_track_b", "--gold", str(gold), "--generator", "sim",
-                  "--generator-opt", "memory=none", "--generator-opt", "fps=4",
-                  "--generator-opt", f"ignore_references={P}", "--conditions", "seg_uniform",
-                  "--backend-opt", f"judge/sim-cards:weights={gold / '_cards'}",
-                  "--bootstrap-resamples", "200", "--out", str(base / "run"), *common],
-                 ["analyze", "vmem_track_b", str(base / "run"), "--only", "attribution",
-                  *common]):
-        try:
-            main(args)
-        except SystemExit as exc:
-            assert not exc.code, exc.code
-    data = json.loads((base / "run" / "analyses" / "attribution.json").read_text("utf-8"))
-    return base, gold, data
-
-
-def _entities(clip: Path) -> dict[str, dict]:
-    truth = json.loads(clip.with_name(clip.name + ".truth.json").read_text("utf-8"))
-    return {e["name"]: e for e in truth["entities"]}
-
-
-def sim_cause(run: Path, story, unit: dict) -> tuple[str | None, str | None]:
-    """(the cause the sim truth says, the truth source of the entity in the clip).
-
-    The mapping of test_analysis_attribution.py's ``sim_cause`` (None: drawn right, a
-    judge miss), with ``reference_ignored`` read as synthesis: a reference showed the
-    name and the clip drew an impostor."""
-    folder = run / "rollouts" / unit["story_id"] / unit["condition"]
-    name = story.entities[unit["eid"]].name
-    here = _entities(folder / f"seg_{unit['segment_id']:03d}.mp4")
-    source = here.get(name, {}).get("source")
-    if unit["failure"] == "render":
-        return ("carried" if source == "leak" else "not_carried"), source
-    if unit["previous"] is None:
-        return "introduction", source
-    prev = _entities(folder / f"seg_{unit['previous']:03d}.mp4")
-    if prev.get(name, {}).get("appearance_correct") is not True:
-        return "writing", source
-    e = here.get(name)
-    if e is None or e["appearance_correct"] is True:
-        return None, source
-    if source == "impostor":  # nothing remembered, no reference showed the name
-        return "no_memory" if unit["condition"] == "none" else "selection", source
-    return "synthesis", source  # reference_ignored (or a reference that showed it wrong)
+    run = track_b_world.copy(sim.run, base / "run")
+    cache = track_b_world.cache_copy(base / "answers.sqlite")
+    try:
+        main(["analyze", "vmem_track_b", str(run), "--only", "attribution",
+              "--judge-cache", str(cache), "--quiet"])
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+    data = json.loads((run / "analyses" / "attribution.json").read_text("utf-8"))
+    return base, sim.gold, data
 
 
 @pytest.mark.slow  # 14 sim clips generated and judged, references judged (~40 s here)
-def test_ignored_references_are_attributed_to_synthesis(synthesis_run):
+def test_ignored_references_are_attributed_to_synthesis(synthesis_run,
+                                                         sim_attribution_truth):
     from vidmem.benchmarks.vmem_track_b.stories import load_stories
 
     base, gold, data = synthesis_run
@@ -83,7 +45,7 @@ def test_ignored_references_are_attributed_to_synthesis(synthesis_run):
     seen: Counter = Counter()
     agree = total = 0
     for u in res["units"]:
-        want, source = sim_cause(base / "run", story, u)
+        want, source = sim_attribution_truth(base / "run", story, u)
         seen[(u["failure"], u["cause"], want, source)] += 1
         if want is not None:
             total += 1
