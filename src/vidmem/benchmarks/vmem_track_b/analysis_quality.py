@@ -130,11 +130,9 @@ def _settings(options: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------ stored items
 
 
-def _clip_path(run: Any, story_id: str, condition: str, stored: str) -> Path:
+def _clip_path(story_id: str, condition: str, stored: str) -> Path:
+    # scored_items already points at the run's own copy when it holds one
     p = Path(stored)
-    own = Path(run.path) / "rollouts" / story_id / condition / p.name
-    if own.is_file():  # a run made with `vidmem run` may have been moved or copied
-        return own
     if p.is_file():
         return p
     raise UserInputError(f"analysis quality: story {story_id}, condition {condition}: clip "
@@ -170,7 +168,7 @@ def _items(run: Any, settings: Mapping[str, Any]) -> tuple[list[Any], list[dict[
                 if clip is None:
                     missing += 1
                     continue
-                p = _clip_path(run, st.story_id, cond, clip)
+                p = _clip_path(st.story_id, cond, clip)
                 now = file_sha256(p)
                 clips[cond].append({"segment_id": seg, "sha256": now,
                                     "changed_since_scoring": now != sha})
