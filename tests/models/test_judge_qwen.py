@@ -504,7 +504,7 @@ def test_generation_error_is_an_error_result(scripted):
 def test_error_in_follow_up_keeps_the_first_reply(scripted):
     judge, _ = scripted("no json", RuntimeError("boom"))
     result = judge.judge(_request())
-    assert result.status == "unparsable" and result.attempts == 2
+    assert result.status == "error" and result.attempts == 2
     assert result.raw == "no json"
     assert "the JSON-only follow-up got no answer: RuntimeError: boom" in result.error
 

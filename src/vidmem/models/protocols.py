@@ -15,7 +15,7 @@ Conventions shared by all backends:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -150,6 +150,15 @@ class JudgeRequest:
         contract: which versioned prompt template asked the question
             (``"benchmark/prompt@version"``, see :mod:`vidmem.models.prompt_files`);
             recorded with the answer and part of the answer cache's key.
+        accept: the question's own check of a parsed answer, run after the schema
+            checks: ``accept(data)`` returns why the object cannot be used for THIS
+            question (e.g. no item names a roster label), ``""`` when it can. A judge
+            treats a refused answer like an unparsable one (one "JSON only" follow-up,
+            then ``"unparsable"``); the answer cache stores only answers that pass it
+            and checks a stored answer again when reading it. Must be picklable (a
+            module-level function or a ``functools.partial`` of one) for worker
+            processes; it is part of the question's contract, so a change to its rule
+            goes with a new ``contract`` version.
     """
 
     item_id: str
@@ -160,6 +169,7 @@ class JudgeRequest:
     key_types: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     answer_model: type | None = None
     contract: str = ""
+    accept: Callable[[Mapping[str, Any]], str] | None = None
 
     def __post_init__(self) -> None:
         model = self.answer_model

@@ -38,7 +38,9 @@ __all__ = [
     "JudgeExchange",
     "JudgeReply",
     "follow_up_messages",
+    "data_problem",
     "read_reply",
+    "request_problem",
     "schema_problem",
 ]
 
@@ -70,16 +72,16 @@ def read_reply(
     token_limit: str,
     key_types: Mapping[str, str | Sequence[str]] | None = None,
     answer_model: type | None = None,
+    accept: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> tuple[dict[str, Any] | None, str]:
     """Parse a reply; return ``(data, "")`` or ``(None, why it is not usable)``.
 
-    Unusable: no JSON object, an object holding a non-finite number, a missing
-    ``required`` key, or a value whose JSON type ``key_types`` does not allow (see
-    :func:`vidmem.models.json_extract.wrong_types`), or an object that ``answer_model``
-    (a pydantic model) does not validate in strict mode; nothing is coerced, and the data
-    returned is the object as the model wrote it. ``token_limit``
-    names the setting that cut a ``"length"`` reply (``max_tokens``, ``max_new_tokens``)
-    in the reason.
+    Unusable: no JSON object, an object holding a non-finite number, or an object that
+    :func:`data_problem` refuses (a missing ``required`` key, a value of a JSON type
+    ``key_types`` does not allow, an object ``answer_model`` does not validate in strict
+    mode, or one the question's ``accept`` check refuses); nothing is coerced, and the
+    data returned is the object as the model wrote it. ``token_limit`` names the setting
+    that cut a ``"length"`` reply (``max_tokens``, ``max_new_tokens``) in the reason.
     """
     truncated = f" (the reply was cut at {token_limit})" if reply.finish_reason == "length" else ""
     if not reply.text.strip():
@@ -87,17 +89,57 @@ def read_reply(
     data, why = find_json_object(reply.text)
     if data is None:
         return None, f"{why}{truncated}"
-    missing = missing_keys(data, required)
+    problem = data_problem(data, required, key_types=key_types, answer_model=answer_model,
+                           accept=accept)
+    if problem:
+        return None, f"{problem}{truncated}"
+    return data, ""
+
+
+def data_problem(
+    data: Any,
+    required: Sequence[str],
+    *,
+    key_types: Mapping[str, str | Sequence[str]] | None = None,
+    answer_model: type | None = None,
+    accept: Callable[[Mapping[str, Any]], str] | None = None,
+) -> str:
+    """Why a parsed JSON object is not a usable answer; ``""`` when it is.
+
+    The one rule every judge and the answer cache apply (a stored answer is checked
+    again when read, so a row written under older rules is a miss, not an answer).
+
+    Example:
+        >>> data_problem({"present": True}, ("present",))
+        ''
+        >>> data_problem({"x": 1}, ("present",))
+        "the JSON object lacks the required keys ['present']"
+        >>> data_problem({"ids": []}, (), accept=lambda d: "" if d["ids"] else "no id named")
+        'the answer cannot be used for this question: no id named'
+    """
+    if not isinstance(data, Mapping):
+        return f"the answer is not a JSON object ({type(data).__name__})"
+    missing = missing_keys(dict(data), required)
     if missing:
-        return None, f"the JSON object lacks the required keys {missing}{truncated}"
-    wrong = wrong_types(data, key_types or {})
+        return f"the JSON object lacks the required keys {missing}"
+    wrong = wrong_types(dict(data), key_types or {})
     if wrong:
-        return None, f"the JSON object has values of the wrong type: {'; '.join(wrong)}"
+        return f"the JSON object has values of the wrong type: {'; '.join(wrong)}"
     if answer_model is not None:
         problem = schema_problem(data, answer_model)
         if problem:
-            return None, f"the JSON object does not match the answer schema: {problem}"
-    return data, ""
+            return f"the JSON object does not match the answer schema: {problem}"
+    if accept is not None:
+        problem = accept(data)
+        if problem:
+            return f"the answer cannot be used for this question: {problem}"
+    return ""
+
+
+def request_problem(request: JudgeRequest, data: Any) -> str:
+    """:func:`data_problem` with every check ``request`` carries."""
+    return data_problem(data, request.required_keys, key_types=request.key_types,
+                        answer_model=request.answer_model, accept=request.accept)
 
 
 def schema_problem(data: Mapping[str, Any], answer_model: type) -> str:
@@ -249,7 +291,7 @@ class JudgeExchange(ManyJudging):
             return self._result(request, "error", None, "", attempts, error)
         data, problem = read_reply(
             reply, required, token_limit=self._token_limit, key_types=key_types,
-            answer_model=request.answer_model,
+            answer_model=request.answer_model, accept=request.accept,
         )
         if data is not None:
             return self._result(request, "ok", data, reply.text, attempts, None)
@@ -261,10 +303,10 @@ class JudgeExchange(ManyJudging):
         )
         second, calls, error = again(follow_up_messages(user, reply.text, problem, required))
         attempts += calls
-        if second is None:
+        if second is None:  # the judge failed, not the model: asked again on resume
             return self._result(
                 request,
-                "unparsable",
+                "error",
                 None,
                 reply.text,
                 attempts,
@@ -272,7 +314,7 @@ class JudgeExchange(ManyJudging):
             )
         data, problem2 = read_reply(
             second, required, token_limit=self._token_limit, key_types=key_types,
-            answer_model=request.answer_model,
+            answer_model=request.answer_model, accept=request.accept,
         )
         if data is not None:
             return self._result(request, "ok", data, second.text, attempts, None)
