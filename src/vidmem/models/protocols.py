@@ -159,6 +159,17 @@ class JudgeRequest:
             module-level function or a ``functools.partial`` of one) for worker
             processes; it is part of the question's contract, so a change to its rule
             goes with a new ``contract`` version.
+        strict_json: read the reply strictly: the whole reply, whitespace-stripped, must
+            be one JSON object (no prose, code fence, second object, single quotes or
+            trailing commas; :func:`vidmem.models.json_strict.read_strict_json_object`),
+            as a benchmark's official parser does; ``False``: the tolerant extraction of
+            :func:`vidmem.models.json_extract.find_json_object`. Set by the question's
+            prompt file (``strict_json``); part of the answer cache's key.
+        max_tokens: the reply length limit the question asks for (its prompt file's
+            ``max_tokens``, e.g. the official scorer's value); ``None``: the judge's own
+            default. A judge's explicitly set limit (``judge/openai`` ``max_tokens``,
+            a local judge's ``max_new_tokens``) overrides it. Part of the answer
+            cache's key.
     """
 
     item_id: str
@@ -170,8 +181,20 @@ class JudgeRequest:
     answer_model: type | None = None
     contract: str = ""
     accept: Callable[[Mapping[str, Any]], str] | None = None
+    strict_json: bool = False
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.strict_json, bool):
+            raise UserInputError(
+                f"judge item '{self.item_id}': strict_json must be true or false, "
+                f"found {self.strict_json!r}")
+        tokens = self.max_tokens
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
+                                   or tokens < 1):
+            raise UserInputError(
+                f"judge item '{self.item_id}': max_tokens must be an integer >= 1 or None, "
+                f"found {tokens!r}", hint="e.g. max_tokens = 256 in the prompt file")
         model = self.answer_model
         if model is not None and not (isinstance(model, type)
                                       and callable(getattr(model, "model_validate", None))):

@@ -8,7 +8,9 @@ obtained (an HTTP call with retries, or a greedy generation). The rest of a
 1. ask once; no answer at all gives ``status="error"``;
 2. read the answer with :func:`read_reply`: one strict JSON object (no ``NaN``,
    ``Infinity`` or ``1e999``) holding ``request.required_keys``, each value named in
-   ``request.key_types`` of an allowed JSON type; usable gives ``status="ok"``;
+   ``request.key_types`` of an allowed JSON type; usable gives ``status="ok"``. The
+   object is dug out of free text, or, for a request with ``strict_json``, the whole
+   reply must be that object (:mod:`vidmem.models.json_strict`);
 3. otherwise ask ONE follow-up (:func:`follow_up_messages`): the model's reply is kept
    as the assistant turn and a user turn says why it was not usable and contains
    :data:`JSON_ONLY_INSTRUCTION` (an empty reply is not replayed -- some servers refuse
@@ -29,6 +31,7 @@ from typing import Any
 
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.models.json_extract import find_json_object, missing_keys, wrong_types
+from vidmem.models.json_strict import read_strict_json_object
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = [
@@ -73,10 +76,12 @@ def read_reply(
     key_types: Mapping[str, str | Sequence[str]] | None = None,
     answer_model: type | None = None,
     accept: Callable[[Mapping[str, Any]], str] | None = None,
+    strict_json: bool = False,
 ) -> tuple[dict[str, Any] | None, str]:
     """Parse a reply; return ``(data, "")`` or ``(None, why it is not usable)``.
 
-    Unusable: no JSON object, an object holding a non-finite number, or an object that
+    Unusable: no JSON object (with ``strict_json``: a reply that is not, whitespace
+    stripped, exactly one JSON object), an object holding a non-finite number, or an object that
     :func:`data_problem` refuses (a missing ``required`` key, a value of a JSON type
     ``key_types`` does not allow, an object ``answer_model`` does not validate in strict
     mode, or one the question's ``accept`` check refuses); nothing is coerced, and the
@@ -86,7 +91,7 @@ def read_reply(
     truncated = f" (the reply was cut at {token_limit})" if reply.finish_reason == "length" else ""
     if not reply.text.strip():
         return None, f"the reply was empty{truncated}"
-    data, why = find_json_object(reply.text)
+    data, why = (read_strict_json_object if strict_json else find_json_object)(reply.text)
     if data is None:
         return None, f"{why}{truncated}"
     problem = data_problem(data, required, key_types=key_types, answer_model=answer_model,
@@ -292,6 +297,7 @@ class JudgeExchange(ManyJudging):
         data, problem = read_reply(
             reply, required, token_limit=self._token_limit, key_types=key_types,
             answer_model=request.answer_model, accept=request.accept,
+            strict_json=request.strict_json,
         )
         if data is not None:
             return self._result(request, "ok", data, reply.text, attempts, None)
@@ -315,6 +321,7 @@ class JudgeExchange(ManyJudging):
         data, problem2 = read_reply(
             second, required, token_limit=self._token_limit, key_types=key_types,
             answer_model=request.answer_model, accept=request.accept,
+            strict_json=request.strict_json,
         )
         if data is not None:
             return self._result(request, "ok", data, second.text, attempts, None)
