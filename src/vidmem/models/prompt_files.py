@@ -8,6 +8,8 @@ agent in ``agents/prompts/``, e.g. the M3-Agent's diagnosis and rewrite prompts)
     version = 1             # bump on ANY change of wording or answer schema
     language = "en"
     answer = "vidmem.benchmarks.vmem_track_b.answers:SegmentAnswer"   # pydantic model
+    strict_json = false     # optional: true = the whole reply must be one JSON object
+    max_tokens = 1536       # optional: the reply length limit the question asks for
     template = '''
     You are shown {{ n_frames }} frames of one video segment. ...
     Reply with one JSON object that follows this JSON schema:
@@ -15,6 +17,13 @@ agent in ``agents/prompts/``, e.g. the M3-Agent's diagnosis and rewrite prompts)
     '''
 
 The ``benchmark`` field names who asks (a benchmark, or an agent such as ``m3_agent``).
+Two optional fields say how the answer is obtained and read, where the benchmark's
+official scorer fixes it: ``strict_json`` (default ``false``) -- ``true`` when the official
+parser is ``json.loads`` of the whole reply, so a reply with prose, a code fence or a
+second object is unparsable (:mod:`vidmem.models.json_strict`); ``false`` keeps the
+tolerant extraction (:mod:`vidmem.models.json_extract`) -- and ``max_tokens`` (default:
+the judge's own limit), the reply length limit the official scorer sends. Both reach
+every :class:`~vidmem.models.protocols.JudgeRequest` the file makes, and run.json.
 The loader lives here, on the models floor, because agents sit below benchmarks and
 load their prompts with it too; :mod:`vidmem.benchmarks.prompts` re-exports it.
 
@@ -48,6 +57,8 @@ __all__ = ["PromptTemplate", "load_prompt"]
 
 _FIELDS = {"benchmark": str, "name": str, "version": int, "language": str, "answer": str,
            "template": str}
+#: optional fields and their types (defaults: tolerant reading, the judge's own limit)
+_OPTIONAL = {"strict_json": bool, "max_tokens": int}
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,9 @@ class PromptTemplate:
         answer_model: the pydantic model class the answer must validate against.
         path: where the file was read from.
         sha256: hash of the file's bytes.
+        strict_json: the reply must be exactly one JSON object (the official parser's
+            rule); ``False``: the object is dug out of free text.
+        max_tokens: the reply length limit the question asks for; ``None``: the judge's.
     """
 
     benchmark: str
@@ -70,6 +84,8 @@ class PromptTemplate:
     answer_model: type
     path: Path
     sha256: str
+    strict_json: bool = False
+    max_tokens: int | None = None
 
     @property
     def contract(self) -> str:
@@ -115,12 +131,19 @@ class PromptTemplate:
                          if f.is_required())
         return JudgeRequest(item_id=item_id, prompt=self.render(model, **values),
                             images=tuple(images), required_keys=required, answer_model=model,
-                            contract=self.contract)
+                            contract=self.contract, strict_json=self.strict_json,
+                            max_tokens=self.max_tokens)
 
     def describe(self) -> dict[str, Any]:
-        """What run.json's protocol block records about this prompt."""
+        """What run.json's protocol block records about this prompt: its contract, hash,
+        answer schema, how a reply is read (``reply``) and the reply length limit it asks
+        for (``max_tokens``, ``None``: the judge's own)."""
         return {"contract": self.contract, "language": self.language, "sha256": self.sha256,
-                "answer_schema": self.answer_schema}
+                "answer_schema": self.answer_schema,
+                "reply": ("strict: the whole reply, whitespace-stripped, must be one JSON "
+                          "object" if self.strict_json else
+                          "tolerant: the first JSON object found in the reply"),
+                "max_tokens": self.max_tokens}
 
 
 def _source(where: str | Path, name: str) -> tuple[Path, bytes]:
@@ -185,10 +208,19 @@ def load_prompt(where: str | Path, name: str) -> PromptTemplate:
             raise UserInputError(
                 f"judge prompt {path}: field '{key}' must be a non-empty {kind.__name__}, "
                 f"found {value!r}", hint=f"fields: {', '.join(_FIELDS)}")
-    unknown = sorted(set(fields) - set(_FIELDS))
+    unknown = sorted(set(fields) - set(_FIELDS) - set(_OPTIONAL))
     if unknown:
         raise UserInputError(f"judge prompt {path}: unknown fields {unknown}",
-                             hint=f"fields: {', '.join(_FIELDS)}")
+                             hint=f"fields: {', '.join([*_FIELDS, *_OPTIONAL])}")
+    for key, kind in _OPTIONAL.items():
+        value = fields.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 1)):
+            raise UserInputError(
+                f"judge prompt {path}: optional field '{key}' must be "
+                f"{'true or false' if kind is bool else 'an integer >= 1'}, found {value!r}",
+                hint="strict_json = true, max_tokens = 256 (or leave the field out)")
     if fields["name"] != name:
         raise UserInputError(f"judge prompt {path}: name = {fields['name']!r}, expected {name!r} "
                              "(the file's own name)")
@@ -201,7 +233,8 @@ def load_prompt(where: str | Path, name: str) -> PromptTemplate:
         benchmark=fields["benchmark"], name=name, version=fields["version"],
         language=fields["language"], template=fields["template"],
         answer_model=_answer_model(path, fields["answer"]), path=path,
-        sha256=hashlib.sha256(data).hexdigest())
+        sha256=hashlib.sha256(data).hexdigest(), strict_json=fields.get("strict_json", False),
+        max_tokens=fields.get("max_tokens"))
 
 
 def _doctest_answer_model() -> type:
