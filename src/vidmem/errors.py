@@ -44,6 +44,15 @@ class MissingDependencyError(VidmemError):
     """An optional extra (e.g. ``models``) or model weights that are not installed."""
 
 
+class JudgeUnavailableError(VidmemError):
+    """A judge that gave no answer (transport failure, HTTP error, timeout) to a question.
+
+    Never a result: the item that asked fails with it, and a resumed run asks again.
+    """
+
+    exit_code = 1
+
+
 class RunFailedError(VidmemError):
     """A run that finished with items that failed (each stored with its error)."""
 

@@ -22,12 +22,15 @@ VERBS = ("validate", "requests", "score", "run", "stats")
 
 
 def _param(name: str, annotation: Any, default: Any, *flags: str, help: str,
-           envvar: str | None = None, min: float | None = None) -> inspect.Parameter:
+           envvar: str | None = None, min: float | None = None,
+           max: float | None = None) -> inspect.Parameter:
     kwargs: dict[str, Any] = {"help": help}
     if envvar:
         kwargs["envvar"] = envvar
     if min is not None:
         kwargs["min"] = min
+    if max is not None:
+        kwargs["max"] = max
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
                              annotation=Annotated[annotation, typer.Option(*flags, **kwargs)],
                              default=... if default is inspect.Parameter.empty else default)
@@ -157,12 +160,17 @@ def executor_spec(values: dict[str, Any], *shared: Any) -> Any:
 
 
 def _judge_cache_option(bench: Any) -> list[inspect.Parameter]:
+    from vidmem.runners.judge_health import MAX_UNPARSABLE
+
     if not bench.asks_judge:
         return []
     return [_param("judge_cache", str | None, None, "--judge-cache", envvar="VIDMEM_JUDGE_CACHE",
                    help="SQLite file of the judge's usable answers, shared across runs: a "
                    "question asked before is not asked again. 'off' asks every question. "
-                   "Default: judge-answers.sqlite in the user cache folder.")]
+                   "Default: judge-answers.sqlite in the user cache folder."),
+            _param("max_unparsable", float, MAX_UNPARSABLE, "--max-unparsable", min=0.0, max=1.0,
+                   help="Fail the run when more than this share of the judge's answers are "
+                   "unusable (after its one JSON-only follow-up).")]
 
 
 def judge_cache_path(value: str | None) -> Path | None:
@@ -193,6 +201,7 @@ def make_command(verb: str, bench: Any) -> Any:
         from vidmem.benchmarks.sim_deck import COMMAND_ROOT
         from vidmem.generators.loading import parse_options
         from vidmem.runners.benchmark_run import print_result, run_benchmark
+        from vidmem.runners.judge_health import MAX_UNPARSABLE
 
         scorer_names = [o.name for o in bench.scorer_options]
         token = COMMAND_ROOT.set(Path(values["root"]))  # where an offline deck is looked for
@@ -211,7 +220,8 @@ def make_command(verb: str, bench: Any) -> Any:
             workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
             quiet=quiet, options=options, requests=requests,
             judge_cache=judge_cache_path(values["judge_cache"]) if bench.asks_judge else None,
-            executor=executor)
+            executor=executor,
+            max_unparsable=values["max_unparsable"] if bench.asks_judge else MAX_UNPARSABLE)
         if values["as_json"]:
             print_json(outcome.summary)
         elif not quiet:

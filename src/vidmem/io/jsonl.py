@@ -105,3 +105,32 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
             n += 1
     os.replace(tmp, p)
     return n
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half.
+
+    A temp file beside ``path`` (unique per process) is written and renamed over it;
+    a failed write (full disk) removes the temp file and raises
+    :class:`~vidmem.errors.StoreError` naming the path.
+
+    Example:
+        >>> import tempfile
+        >>> target = Path(tempfile.mkdtemp()) / "summary.json"
+        >>> write_text_atomic(target, '{"a": 1}')
+        >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
+        ('{"a": 1}', ['summary.json'])
+    """
+    from vidmem.errors import StoreError
+
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"{p}: cannot write ({exc})",
+                         hint="check free disk space and permissions of the folder") from None
+

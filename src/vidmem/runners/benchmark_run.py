@@ -9,6 +9,7 @@ the report.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping
@@ -18,9 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vidmem.errors import RunFailedError, UserInputError
+from vidmem.io.jsonl import write_text_atomic
 from vidmem.runners import generation
 from vidmem.runners.execute import ExecutorSpec, WorkItem, execute
 from vidmem.runners.execution_spec import PROTOCOL as EXECUTION_PROTOCOL
+from vidmem.runners.judge_health import MAX_UNPARSABLE, judge_health
+from vidmem.runners.judge_health import PROTOCOL as JUDGE_FAILURES
 from vidmem.runners.store import RunDir, RunManifest
 
 if TYPE_CHECKING:
@@ -34,6 +38,8 @@ __all__ = ["SUMMARY_JSON", "Outcome", "RunResult", "generate", "open_run", "run_
            "score", "write_requests"]
 
 SUMMARY_JSON = "summary.json"
+#: key of ``summary.json`` with the run's judge health (see :func:`judge_health`)
+JUDGE_HEALTH = "judge_health"
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,8 @@ class Outcome:
         missing_reasons: why each missing video was not usable.
         errors: ``(item_id, first line of the error)`` for every item that failed to score.
         execution: the executor's counts (done, cached, errors ...).
+        judge_failure: why the run's judge answers cannot be trusted (the unparsable
+            share passed ``max_unparsable``), or ``None``.
     """
 
     n_items: int
@@ -53,6 +61,7 @@ class Outcome:
     missing_reasons: Mapping[str, str]
     errors: tuple[tuple[str, str], ...]
     execution: Mapping[str, int]
+    judge_failure: str | None = None
 
 
 # ----------------------------------------------------------------------------- workers
@@ -73,10 +82,12 @@ def _backends(bench: Benchmark, config_json: str, judge_cache: str | None = None
     if key not in _BACKENDS:
         backends = bench.load_backends(bench.config_from_dict(json.loads(config_json)))
         judges: list[Any] = []
-        if judge_cache is not None and bench.asks_judge:
+        if bench.asks_judge:
+            # every judge is asked through CachedJudge, with or without a cache: it is what
+            # turns a question without an answer into the item's error
             from vidmem.runners.judge_cache import AnswerCache, CachedJudge
 
-            cache = AnswerCache(judge_cache)
+            cache = None if judge_cache is None else AnswerCache(judge_cache)
 
             def wrap(judge: Any) -> Any:
                 judges.append(CachedJudge(judge, cache))
@@ -105,7 +116,9 @@ def _config_json(config: Any) -> str:
 
 
 def _answer_counts(key: tuple[str, str, str | None]) -> dict[str, int]:
-    counts = {"from_cache": 0, "asked": 0}
+    from vidmem.runners.judge_cache import ANSWER_COUNTS
+
+    counts = dict.fromkeys(ANSWER_COUNTS, 0)
     for judge in _CACHED_JUDGES.get(key, ()):
         for name, n in judge.answer_counts().items():
             counts[name] += n
@@ -120,8 +133,11 @@ def _score_work(bench: Benchmark, item: WorkItem, judge_cache: str | None = None
     result = bench.score_item(item.request, backends)
     if _CACHED_JUDGES.get(key) and isinstance(result.get("response"), Mapping):
         after = _answer_counts(key)
-        result = {**result, "response": {
-            **result["response"], JUDGE_ANSWERS: {k: after[k] - before[k] for k in after}}}
+        answers: dict[str, Any] = {k: after[k] - before[k] for k in after}
+        if answers["unparsable"]:
+            answers["unparsable_sample"] = next(
+                (j.unparsable_sample() for j in _CACHED_JUDGES[key] if j.unparsable_sample()), None)
+        result = {**result, "response": {**result["response"], JUDGE_ANSWERS: answers}}
     return result
 
 
@@ -157,7 +173,8 @@ def open_run(bench: Benchmark, ds: Any, out: str | Path, config: Any, extra: Map
     manifest = RunManifest(
         benchmark=bench.name, benchmark_version=bench.version,
         config={**bench.run_config(ds, config), **extra}, seeds=bench.seeds(config),
-        protocol={**bench.protocol(config), "execution": EXECUTION_PROTOCOL},
+        protocol={**bench.protocol(config), "execution": EXECUTION_PROTOCOL,
+                  **({"judge_failures": JUDGE_FAILURES} if bench.asks_judge else {})},
         **({"command": argv} if argv else {}),
     )
     return RunDir.create(out, manifest, resume=resume, overwrite=overwrite)
@@ -198,7 +215,8 @@ def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: An
           options: Mapping[str, Any] | None = None,
           requests: Mapping[str, Any] | None = None,
           judge_cache: str | Path | None = None,
-          executor: ExecutorSpec | None = None) -> dict[str, Any]:
+          executor: ExecutorSpec | None = None,
+          max_unparsable: float = MAX_UNPARSABLE) -> dict[str, Any]:
     """Score every item's video in ``videos`` into ``run``; write and return the summary.
 
     ``options`` are the benchmark's ``score_options``; ``requests`` its
@@ -209,14 +227,15 @@ def score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: An
     """
     return _score(bench, ds, run, videos, config, allow_missing=allow_missing, workers=workers,
                   quiet=quiet, options=options, requests=requests, judge_cache=judge_cache,
-                  executor=executor)[0]
+                  executor=executor, max_unparsable=max_unparsable)[0]
 
 
 def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: Any, *,
            allow_missing: bool, workers: int, quiet: bool, options: Mapping[str, Any] | None,
            requests: Mapping[str, Any] | None,
            judge_cache: str | Path | None = None,
-           executor: ExecutorSpec | None = None) -> tuple[dict[str, Any], Outcome]:
+           executor: ExecutorSpec | None = None,
+           max_unparsable: float = MAX_UNPARSABLE) -> tuple[dict[str, Any], Outcome]:
     executor = (executor or ExecutorSpec(workers=workers)).sharing(Path(videos).resolve())
     cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
     ds = bench.select(ds, config)  # idempotent: run() has selected already
@@ -242,6 +261,9 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
             run.set_backends(summary.prepared)
         keys = {i.key for i in items}
         stored = {s.item_id: s for s in store.iter_items(kind="score") if s.key in keys}
+        health = judge_health(stored.values(), max_unparsable) if bench.asks_judge else None
+        if health is not None and health["failure"]:
+            stored = _unusable_answers_failed(store, stored, health["failure"])
     rows = []
     for item in bench.items(ds):
         item_id = bench.item_id(item)
@@ -256,22 +278,41 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
                    for s in stored.values() if s.status == "error")
     outcome = Outcome(n_items=len(rows), missing=tuple(scan.missing),
                       missing_reasons=dict(scan.reasons), errors=errors,
-                      execution=summary.as_counts())
+                      execution=summary.as_counts(),
+                      judge_failure=None if health is None else health["failure"])
     result = bench.aggregate(rows, config, outcome)
     result.update(bench.summary_extras(rows, dict(options or {})))
     if bench.asks_judge:
         result[JUDGE_ANSWERS] = _judge_answers(
             [s for s in stored.values() if s.key not in done_before], cache)
-    (run.path / SUMMARY_JSON).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        result[JUDGE_HEALTH] = health
+    write_text_atomic(run.path / SUMMARY_JSON, json.dumps(result, indent=2))
     run.set_counts({**summary.as_counts(), f"{bench.item_word}s": len(rows),
                     "missing": len(scan.missing)})
-    run.set_status("complete" if summary.ok else "failed")
+    run.set_status("complete" if summary.ok and outcome.judge_failure is None else "failed")
     return result, outcome
+
+
+def _unusable_answers_failed(store: Any, stored: dict[str, Any], failure: str) -> dict[str, Any]:
+    """Store every item that holds an unusable judge answer as an ``error`` (``failure``
+    says why): a run whose judge failed keeps no number resting on it, and ``--resume``
+    asks those questions again (the usable answers come from the answer cache)."""
+    out = dict(stored)
+    for item_id, s in stored.items():
+        answers = (s.response or {}).get(JUDGE_ANSWERS) if isinstance(s.response, Mapping) else None
+        if s.status != "done" or not isinstance(answers, Mapping) or not answers.get("unparsable"):
+            continue
+        error = f"JudgeAnswersUnusable: {failure}"
+        store.put(s.key, item_id=item_id, kind=s.kind, request=s.request, status="error",
+                  error=error)
+        out[item_id] = dataclasses.replace(s, status="error", error=error, response=None,
+                                           score=None)
+    return out
 
 
 def _judge_answers(scored_now: list[Any], cache: str | None) -> dict[str, Any]:
     """How the judge questions of the items scored in this call were answered."""
-    counts = {"from_cache": 0, "asked": 0}
+    counts = {"from_cache": 0, "asked": 0, "unparsable": 0}
     for s in scored_now:
         answers = (s.response or {}).get(JUDGE_ANSWERS) if isinstance(s.response, Mapping) else None
         for name in counts:
@@ -296,15 +337,25 @@ class RunResult(NamedTuple):
         run: the run directory.
         failed: ``(item_id, first line of the error)`` for every item that failed to score.
         n_items: the dataset's items (tasks, cases).
+        judge_failure: why the judge's answers cannot be trusted (see
+            :mod:`vidmem.runners.judge_health`), or ``None``.
     """
 
     summary: dict[str, Any]
     run: RunDir
     failed: list[tuple[str, str]]
     n_items: int
+    judge_failure: str | None = None
 
     def raise_if_failed(self, item_word: str) -> None:
-        """Raise :class:`RunFailedError` (exit code 1) when any item failed."""
+        """Raise :class:`RunFailedError` (exit code 1) when any item failed, or when the
+        judge answered too many questions unusably."""
+        if self.judge_failure:
+            raise RunFailedError(
+                f"{len(self.failed)} of {self.n_items} {item_word}s failed: {self.judge_failure}",
+                hint="check the judge (its model, prompt format, server), then rerun with "
+                "--resume: those questions are asked again, usable answers come from the "
+                "cache; to accept this share, pass a higher --max-unparsable")
         if not self.failed:
             return
         item_id, message = self.failed[0]
@@ -333,6 +384,7 @@ def run_benchmark(
     judge_cache: str | Path | None = None,
     argv: list[str] | None = None,
     executor: ExecutorSpec | None = None,
+    max_unparsable: float = MAX_UNPARSABLE,
 ) -> RunResult:
     """Score ``videos`` (``gen`` is None) or generate them with ``gen`` and score them.
 
@@ -388,10 +440,11 @@ def run_benchmark(
     result, outcome = _score(bench, ds, run, videos, config,  # type: ignore[arg-type]
                              allow_missing=allow_missing, workers=workers, quiet=quiet,
                              options=options, requests=requests, judge_cache=judge_cache,
-                             executor=executor)
+                             executor=executor, max_unparsable=max_unparsable)
     record_backends(bench, run, config, judge_cache)
     result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
-    return RunResult(result, run, list(outcome.errors), outcome.n_items)
+    return RunResult(result, run, list(outcome.errors), outcome.n_items,
+                     outcome.judge_failure)
 
 
 def print_result(bench: Benchmark, console: Console, result: Mapping[str, Any], run: RunDir) -> None:
@@ -402,5 +455,10 @@ def print_result(bench: Benchmark, console: Console, result: Mapping[str, Any], 
         where = f" ({answers['cache']})" if answers.get("cache") else " (no answer cache)"
         console.print(f"judge: {answers['asked']} questions asked, {answers['from_cache']} "
                       f"answered from the cache{where}", highlight=False)
+    health = result.get(JUDGE_HEALTH)
+    if health:
+        console.print(f"judge health (whole run): {health['answers']} answers, "
+                      f"{health['unparsable']} unusable ({100 * health['unparsable_share']:.1f}%, "
+                      f"limit {100 * health['max_unparsable']:.0f}%)", highlight=False)
     console.print(f"report: {result['report']['html']}", highlight=False)
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from vidmem.errors import StoreError, UserInputError, VidmemError
+from vidmem.errors import UserInputError, VidmemError
+from vidmem.io.jsonl import write_text_atomic
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 from vidmem.registry import BACKENDS, BENCHMARKS
 from vidmem.runners.judge_cache import AnswerCache, CachedJudge, judge_identity
@@ -124,7 +125,8 @@ class _Replay:
         counts = {"from_cache": 0, "asked": 0}
         for recorder in self.recorders:
             for name, n in recorder.inner.answer_counts().items():
-                counts[name] += n
+                if name in counts:
+                    counts[name] += n
         return counts
 
 
@@ -173,16 +175,7 @@ def _not_ok(asked: Sequence[tuple[str, JudgeRequest, JudgeResult]]) -> list[dict
             for item, q, r in asked if r.status != "ok"]
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"{path}: cannot write ({exc})",
-                         hint="check free disk space and permissions of the run directory") from None
+_write_atomic = write_text_atomic
 
 
 def judge_agreement(
@@ -274,8 +267,8 @@ def judge_agreement(
     judge = second if cache is None else CachedJudge(second, cache)
     answers = judge.judge_many([q for _, q, _ in asked])
     second_asked = [(item, q, r) for (item, q, _), r in zip(asked, answers, strict=True)]
-    second_answers = (judge.answer_counts() if isinstance(judge, CachedJudge)
-                      else {"from_cache": 0, "asked": len(asked)})
+    second_answers = ({k: n for k, n in judge.answer_counts().items() if k in ("from_cache", "asked")}
+                      if isinstance(judge, CachedJudge) else {"from_cache": 0, "asked": len(asked)})
 
     both = [k for k in range(len(asked))
             if asked[k][2].status == "ok" and second_asked[k][2].status == "ok"]

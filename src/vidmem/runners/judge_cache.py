@@ -12,8 +12,9 @@ weights fingerprint, every setting that changes answers (decoding, image encodin
 the prompt text, the SHA-256 of every image's pixels (with shape and dtype), the
 required keys and types, the answer schema, the payload, the prompt template's
 contract version and :data:`ANSWER_CACHE_FORMAT` (bumped when vidmem reads answers
-differently). Only ``ok`` answers are stored: an ``unparsable`` or ``error`` result
-is asked again next time.
+differently). Only answers that pass their question's every check are stored, and a
+stored answer is checked again when read; an ``unparsable`` or ``error`` result is
+asked again next time.
 
 SQLite rather than a folder of files (see :mod:`vidmem.runners.cache`) because one
 answer is a few hundred bytes, and millions of tiny files are worse than one table.
@@ -30,11 +31,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vidmem.errors import StoreError
+from vidmem.errors import JudgeUnavailableError, StoreError
 from vidmem.io.hashing import content_hash
+from vidmem.models.backends.judge_common import request_problem
 from vidmem.models.protocols import Judge, JudgeRequest, JudgeResult
 from vidmem.runners.cache import default_cache_dir
 
@@ -43,12 +47,13 @@ __all__ = [
     "AnswerCache",
     "CachedJudge",
     "answer_key",
+    "asked_through_cache",
     "default_judge_cache_path",
 ]
 
 #: Bumped whenever vidmem's reading of an answer changes (JSON extraction, checks), so
 #: answers read under old rules are not served as if read under the new ones.
-ANSWER_CACHE_FORMAT = 1
+ANSWER_CACHE_FORMAT = 2  # 2: answers checked against the question's accept rule
 
 #: Settings of ``info()`` that decide how a judge is reached, not what it answers.
 TRANSPORT_SETTINGS = frozenset({
@@ -116,6 +121,9 @@ def answer_key(identity: Mapping[str, Any], request: JudgeRequest) -> str:
         "answer_schema": None if model is None else model.model_json_schema(),
         "payload": request.payload,
         "contract": request.contract,
+        # how the reply is read and how long it may be change which answers come back
+        "strict_json": request.strict_json,
+        "max_tokens": request.max_tokens,
     }, length=64)
 
 
@@ -174,7 +182,11 @@ class AnswerCache:
                 rows = self._query(f"SELECT key, judge, data, raw FROM answers WHERE key IN ({marks})",
                                    chunk)
                 for key, judge, data, raw in rows:
-                    found[key] = JudgeResult(item_id="", status="ok", data=json.loads(data),
+                    try:
+                        parsed = json.loads(data)
+                    except (TypeError, ValueError):  # a damaged row is a miss, asked again
+                        continue
+                    found[key] = JudgeResult(item_id="", status="ok", data=parsed,
                                              raw=raw, attempts=0, judge=judge, cached=True)
         return found
 
@@ -217,21 +229,40 @@ class AnswerCache:
 
 class CachedJudge:
     """A :class:`~vidmem.models.protocols.Judge` that asks ``judge`` only what ``cache``
-    cannot answer.
+    cannot answer, and never lets a failed question pass as an answer.
 
+    The rules (issue "a judge that fails never yields a finished run"):
+
+    * An answer is usable only when it passes the question's every check
+      (:func:`~vidmem.models.backends.judge_common.request_problem`: required keys,
+      types, answer schema and the question's own ``accept``). An ``ok`` result that
+      fails them is turned into ``unparsable`` here, whatever judge produced it. A stored
+      answer is checked again when read: one that fails (a tampered row, a row written
+      under older rules) is a miss and asked again.
+    * Each usable answer is written to the cache as soon as it arrives (questions go
+      out ``batch_size`` at a time, ``concurrency`` of those at once, as the judge
+      would take them), so a run killed in the middle of an item keeps what it got.
+    * A question that got no answer (``status="error"``: transport, HTTP status,
+      timeout) raises :class:`~vidmem.errors.JudgeUnavailableError` once every other
+      question of the call is answered and stored: the item fails, the run's exit code
+      says so, and ``--resume`` asks exactly the questions that got no answer. A cache
+      write that fails (full disk) fails the item the same way, after every answer
+      that could be written was.
+
+    ``cache=None`` applies every rule but the storing (``--judge-cache off``).
     Cached results come back with ``cached=True``, ``attempts=0`` and the asking
     request's ``item_id``. Identical questions within one :meth:`judge_many` call are
     asked once. :meth:`info` is the wrapped judge's, so the run log names the model
     that produced the answers. Other attributes (``ping``, ``stats``...) pass through.
     """
 
-    def __init__(self, judge: Judge, cache: AnswerCache) -> None:
+    def __init__(self, judge: Judge, cache: AnswerCache | None) -> None:
         self.inner = judge
         self.cache = cache
         self._identity = judge_identity(judge.info().to_dict())
         self._lock = threading.Lock()
-        self._hits = 0
-        self._asked = 0
+        self._counts = dict.fromkeys(ANSWER_COUNTS, 0)
+        self._sample: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet (e.g. while unpickling): no recursion
@@ -242,10 +273,16 @@ class CachedJudge:
         return self.inner.info()
 
     def answer_counts(self) -> dict[str, int]:
-        """``{"from_cache": answers served by the cache, "asked": questions put to the
-        judge}`` since construction."""
+        """How the questions since construction were answered: ``from_cache`` (served
+        by the cache), ``asked`` (put to the judge), and of those ``unparsable`` (the
+        model answered, the answer was not usable) and ``errors`` (no answer)."""
         with self._lock:
-            return {"from_cache": self._hits, "asked": self._asked}
+            return dict(self._counts)
+
+    def unparsable_sample(self) -> str | None:
+        """The raw text of the first unusable answer seen (for the run's health line)."""
+        with self._lock:
+            return self._sample
 
     def judge(self, request: JudgeRequest) -> JudgeResult:
         return self.judge_many([request])[0]
@@ -254,33 +291,122 @@ class CachedJudge:
                    concurrency: int | None = None) -> list[JudgeResult]:
         todo = list(requests)
         keys = [answer_key(self._identity, r) for r in todo]
-        known = self.cache.get_many(keys)
+        known = self._stored(keys, todo)
         ask: dict[str, JudgeRequest] = {}
         for key, request in zip(keys, todo, strict=True):
             if key not in known and key not in ask:
                 ask[key] = request
         answers: dict[str, JudgeResult] = {}
+        write_failure: list[str] = []
         if ask:
-            got = self.inner.judge_many(list(ask.values()), concurrency=concurrency)
-            answers = dict(zip(ask, got, strict=True))
-            self.cache.put_many((k, r, ask[k].contract) for k, r in answers.items())
-        with self._lock:
-            self._hits += sum(1 for k in keys if k in known)
-            self._asked += len(ask)
+            answers = self._ask(ask, concurrency, write_failure)
+        self._tally(len([k for k in keys if k in known]), answers.values())
+        failed = [r for r in answers.values() if r.status == "error"]
+        if failed:
+            raise JudgeUnavailableError(
+                f"{self.inner.info().name}: {len(failed)} of {len(ask)} judge questions got no "
+                f"answer (first: {failed[0].item_id}: {_first_line(failed[0].error)})",
+                hint="check that the judge is reachable and answers (vidmem judge ping), then "
+                "rerun with --resume: every answer received is kept and only the unanswered "
+                "questions are asked again")
+        if write_failure:
+            raise StoreError(
+                f"judge answer cache {self.cache.path if self.cache else '?'}: "
+                f"{write_failure[0]}", hint="free space on that disk (or pass --judge-cache "
+                "PATH elsewhere) and rerun with --resume; answers already stored are kept")
         out = []
         for key, request in zip(keys, todo, strict=True):
             result = known.get(key) or answers[key]
             if result.item_id != request.item_id:
-                result = _for_item(result, request.item_id)
+                result = replace(result, item_id=request.item_id)
             out.append(result)
         return out
+
+    def _stored(self, keys: list[str], requests: list[JudgeRequest]) -> dict[str, JudgeResult]:
+        """The cached answers among ``keys`` that still pass their question's checks."""
+        if self.cache is None:
+            return {}
+        found = self.cache.get_many(keys)
+        by_key = dict(zip(keys, requests, strict=True))
+        return {k: r for k, r in found.items() if not request_problem(by_key[k], r.data)}
+
+    def _ask(self, ask: dict[str, JudgeRequest], concurrency: int | None,
+             write_failure: list[str]) -> dict[str, JudgeResult]:
+        """Ask the judge in slices, storing each slice's usable answers as it returns."""
+        pending = list(ask.items())
+        size = max(1, int(getattr(self.inner, "batch_size", 1) or 1))
+        lanes = max(1, int(concurrency or getattr(self.inner, "concurrency", 1) or 1))
+        slices = [pending[i:i + size] for i in range(0, len(pending), size)]
+        answers: dict[str, JudgeResult] = {}
+
+        def one(chunk: list[tuple[str, JudgeRequest]]) -> None:
+            got = self.inner.judge_many([r for _, r in chunk], concurrency=1)
+            checked = {k: _checked(r, req) for (k, req), r in zip(chunk, got, strict=True)}
+            self._store(checked, ask, write_failure)
+            with self._lock:
+                answers.update(checked)
+
+        if lanes == 1 or len(slices) == 1:
+            for chunk in slices:
+                one(chunk)
+        else:
+            with ThreadPoolExecutor(max_workers=min(lanes, len(slices)),
+                                    thread_name_prefix="vidmem-judge-cache") as pool:
+                for future in [pool.submit(one, chunk) for chunk in slices]:
+                    future.result()
+        return answers
+
+    def _store(self, results: Mapping[str, JudgeResult], ask: Mapping[str, JudgeRequest],
+               write_failure: list[str]) -> None:
+        if self.cache is None:
+            return
+        try:
+            self.cache.put_many((k, r, ask[k].contract) for k, r in results.items())
+        except StoreError as exc:  # keep asking: the answers still reach this item's result
+            with self._lock:
+                if not write_failure:
+                    write_failure.append(f"writing answers failed ({exc.message})")
+
+    def _tally(self, from_cache: int, results: Iterable[JudgeResult]) -> None:
+        results = list(results)
+        with self._lock:
+            self._counts["from_cache"] += from_cache
+            self._counts["asked"] += len(results)
+            for r in results:
+                if r.status == "unparsable":
+                    self._counts["unparsable"] += 1
+                    if self._sample is None:
+                        self._sample = (r.raw or r.error or "")[:500]
+                elif r.status == "error":
+                    self._counts["errors"] += 1
+
+
+def asked_through_cache(judge: Judge, cache: str | os.PathLike[str] | AnswerCache | None) -> CachedJudge:
+    """``judge`` behind a :class:`CachedJudge` over the cache file ``cache`` (``None``: no
+    cache, every rule but the storing). Everything that asks a judge goes through this,
+    so that no caller can read a question without an answer as an answer."""
+    if cache is None or isinstance(cache, AnswerCache):
+        return CachedJudge(judge, cache)
+    return CachedJudge(judge, AnswerCache(cache))
+
+
+#: the counts of :meth:`CachedJudge.answer_counts`.
+ANSWER_COUNTS = ("from_cache", "asked", "unparsable", "errors")
+
+
+def _checked(result: JudgeResult, request: JudgeRequest) -> JudgeResult:
+    """``result``, or ``unparsable`` when an ``ok`` answer fails the question's checks."""
+    if result.status != "ok":
+        return result
+    problem = request_problem(request, result.data)
+    if not problem:
+        return result
+    return replace(result, status="unparsable", data=None, error=problem)
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "no message").strip().splitlines()[0][:300] if (text or "").strip() else "no message"
 
 
 def _reopen(path: str, timeout: float) -> AnswerCache:
     return AnswerCache(path, timeout=timeout)
-
-
-def _for_item(result: JudgeResult, item_id: str) -> JudgeResult:
-    from dataclasses import replace
-
-    return replace(result, item_id=item_id)

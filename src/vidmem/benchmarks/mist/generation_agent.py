@@ -65,12 +65,14 @@ def agent_backends(config: MistConfig) -> tuple[Any, Any]:
     return _BACKENDS[key]
 
 
-def cached_judge(judge: Any, path: str | os.PathLike[str]) -> Any:
-    """``judge`` asked through the answer cache file ``path``: a fresh
+def cached_judge(judge: Any, path: str | os.PathLike[str] | None) -> Any:
+    """``judge`` asked through the answer cache file ``path`` (``None``: no cache): a fresh
     :class:`~vidmem.runners.judge_cache.CachedJudge` (its counts are one arm's), the
-    file opened once per process."""
+    file opened once per process; a question without an answer raises either way."""
     from vidmem.runners.judge_cache import AnswerCache, CachedJudge
 
+    if path is None:
+        return CachedJudge(judge, None)
     where = str(Path(path).expanduser().resolve())
     if where not in _CACHES:
         _CACHES[where] = AnswerCache(where)
@@ -110,8 +112,7 @@ def run_agent_arm(card: Card, config: MistConfig, arm: str, folder: Path, gap_pn
     from vidmem.agents.m3 import M3Agent, TaskRecord
 
     judge, rewriter = backends(config)
-    if judge_cache is not None:
-        judge = cached_judge(judge, judge_cache)
+    judge = cached_judge(judge, judge_cache)
 
     def score(clip: Path) -> float:
         return keep_score(judge, card, clip, f"{card.case_id}/{arm}/keep/{Path(clip).stem}",

@@ -131,15 +131,12 @@ def second_sees(data: Mapping[str, Any] | None, roster: Roster) -> list[str] | N
 
 
 def load_judge(name: str, options: Mapping[str, Any] | None, cache: str | None) -> Any:
-    """A judge backend, wrapped by the answer cache when ``cache`` is a file."""
+    """A judge backend, asked through the answer cache file ``cache`` (``None``: none);
+    a question without an answer raises either way."""
     from vidmem.models.loading import load_backend
+    from vidmem.runners.judge_cache import asked_through_cache
 
-    judge = load_backend(name, dict(options or {}), role="judge")
-    if cache is None:
-        return judge
-    from vidmem.runners.judge_cache import AnswerCache, CachedJudge
-
-    return CachedJudge(judge, AnswerCache(cache))
+    return asked_through_cache(load_backend(name, dict(options or {}), role="judge"), cache)
 
 
 def ask(judge: Any, requests: Sequence[JudgeRequest]) -> list[Mapping[str, Any] | None]:

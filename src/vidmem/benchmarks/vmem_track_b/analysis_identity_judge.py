@@ -73,12 +73,10 @@ def _judge(name: str, options: Any) -> Any:
     from vidmem.models.loading import load_backend
 
     check_pair_judge(name)
-    judge = load_backend(name, dict(options.backend_options).get(name), role="judge")
-    if options.judge_cache:
-        from vidmem.runners.judge_cache import AnswerCache, CachedJudge
+    from vidmem.runners.judge_cache import asked_through_cache
 
-        judge = CachedJudge(judge, AnswerCache(options.judge_cache))
-    return judge
+    judge = load_backend(name, dict(options.backend_options).get(name), role="judge")
+    return asked_through_cache(judge, options.judge_cache or None)
 
 
 def pair_check(run: Any, options: Any, name: str,

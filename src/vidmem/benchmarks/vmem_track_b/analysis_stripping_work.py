@@ -75,12 +75,10 @@ def _judge(scorer: Mapping[str, Any], judge_cache: str | None) -> Any:
 
     key = json.dumps(["judge", dict(scorer), judge_cache], sort_keys=True, default=str)
     if key not in _LOADED:
-        judge = TrackBScorer(ScorerConfig.from_dict(scorer)).judge
-        if judge_cache is not None:
-            from vidmem.runners.judge_cache import AnswerCache, CachedJudge
+        from vidmem.runners.judge_cache import asked_through_cache
 
-            judge = CachedJudge(judge, AnswerCache(judge_cache))
-        _LOADED[key] = judge
+        _LOADED[key] = asked_through_cache(TrackBScorer(ScorerConfig.from_dict(scorer)).judge,
+                                           judge_cache)
     return _LOADED[key]
 
 
