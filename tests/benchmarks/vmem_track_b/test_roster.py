@@ -160,11 +160,11 @@ def test_request_contract_frames_and_protocol(gold):
     req, r = segment_request(gold, "seg_005", FRAMES, seed=0, condition="last_seen",
                              plot="Elias polishes the lens.")
     assert req.item_id == "0001_lighthouse_keeper/last_seen/seg_005"
-    assert req.contract == "vmem_track_b/segment@1" and req.required_keys == ("items",)
+    assert req.contract == "vmem_track_b/segment@2" and req.required_keys == ("items",)
     assert len(req.images) == 10 and "Elias polishes the lens." in req.prompt
     schema = req.answer_model.model_json_schema()
     assert schema["$defs"]["SegmentItem"]["properties"]["entity_id"]["enum"] == sorted(r.labels)
-    assert segment_prompt().describe()["contract"] == "vmem_track_b/segment@1"
+    assert segment_prompt().describe()["contract"] == "vmem_track_b/segment@2"
     assert len(clip_frames(FRAMES, 4)) == 4
     for rule, entry in PROTOCOL.items():
         assert set(entry) == {"value", "reason", "source"} and all(v not in ("", None) for v in entry.values()), rule

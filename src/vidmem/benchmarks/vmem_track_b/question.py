@@ -11,6 +11,7 @@ Every rule of the question is in :data:`PROTOCOL` (for run.json's protocol block
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -20,7 +21,7 @@ import numpy as np
 
 from vidmem.benchmarks.prompts import PromptTemplate, load_prompt
 from vidmem.benchmarks.vmem_track_b import answers, roster
-from vidmem.benchmarks.vmem_track_b.answers import segment_answer_model
+from vidmem.benchmarks.vmem_track_b.answers import answer_problem, segment_answer_model
 from vidmem.benchmarks.vmem_track_b.gold_view import segment_of
 from vidmem.benchmarks.vmem_track_b.roster import Roster, build_roster
 from vidmem.errors import UserInputError
@@ -113,7 +114,9 @@ def segment_request(story_gold: Mapping[str, Any], segment_index: int | str,
         n_frames: frames shown; default :func:`clip_frames`' rule.
 
     Returns:
-        ``(request, roster)``; ``request.item_id`` is ``"<story>/<condition>/<segment>"``.
+        ``(request, roster)``; ``request.item_id`` is ``"<story>/<condition>/<segment>"``;
+        ``request.accept`` refuses an answer in which no item names a roster label
+        (:func:`~vidmem.benchmarks.vmem_track_b.answers.answer_problem`).
     """
     if not isinstance(condition, str) or not condition.strip():
         raise UserInputError(f"Track-B judge: condition must be a non-empty name, found "
@@ -128,4 +131,6 @@ def segment_request(story_gold: Mapping[str, Any], segment_index: int | str,
         answer_model=segment_answer_model(r.labels), roster=_prompt_lines(r),
         pairs=[f"{a}/{b}" for a, b in r.pairs], plot=" ".join(plot.split()) or "(none)",
         n_frames=len(frames))
-    return replace(request, payload={"roster": r.payload()}), r
+    # the accept rule is part of the contract: a change to it bumps segment.toml's version
+    return replace(request, payload={"roster": r.payload()},
+                   accept=functools.partial(answer_problem, labels=r.labels)), r

@@ -90,10 +90,15 @@ PROTOCOL: dict[str, dict[str, Any]] = {
         "reason": "one state, one look; a removed entity is shown as it was, not as removed",
         "source": f"PROTOCOLS.md sec. 4 (<= 120 chars); {_REF} _seg_appearance, _roster_text"},
     "state_cue": {
-        "value": "cast entries with a state and op transform|persist: the full state look; "
-                 "answer 'changed' if shown so, else 'default'",
-        "reason": "flashback looks are judged for presence only",
-        "source": f"{_REF} _prep_segment, _roster_text"},
+        "value": "cast entries with a gold state that is not a flashback (any op): the full "
+                 "state look; answer 'changed' if shown so, else 'default'",
+        "reason": "every such state is scored (transform -> state change, any other op -> "
+                  "persistent state), so the judge is asked it; flashback looks are judged "
+                  "for presence only",
+        "source": f"{_REF} _tally (scores every non-flashback state); _prep_segment asks "
+                  "the state only for op transform|persist, so a state on another op is "
+                  "scored there without being asked (the release's compiler writes none) -- "
+                  "vidmem asks it: a deliberate difference"},
     "state_default_look": {
         "value": "payload only: the look before the entity's latest change",
         "reason": "a card judge needs the other candidate look to choose between them",
@@ -265,7 +270,7 @@ def build_roster(story_gold: Mapping[str, Any], segment_index: int | str, *,
             st = c.get("state") if isinstance(c.get("state"), dict) else None
             look = str(st.get("appearance") or look_of(e, st.get("label"))) if st else \
                 look_of(e, current.get(eid))
-            if st and c.get("op") in ("transform", "persist"):
+            if st and not st.get("flashback"):  # scored: transform -> change, else persist
                 state_cue = look
                 new = str(st.get("label"))
                 old = current.get(eid) if current.get(eid) != new else before.get(eid)

@@ -149,11 +149,17 @@ def segment_verdict(story: Story, segment: Segment, roster: Roster,
     -> ``location``, ``forbidden``, ``false_friend_target``, ``decoy``), the family
     fields from the gold cast/forbidden entry; state and count are expected only where
     the roster line asked for them; the judge's instance choice (a gold id) becomes
-    ``True`` (this entity) / ``False`` (another one).
+    ``True`` (this entity), ``False`` (the other member of its active look-alike pair:
+    the wrong instance) or ``None`` (a third entity, or no choice), as the reference
+    tallies it.
     """
     cast = {c.eid: c for c in segment.cast}
     forbidden = {f.eid: f for f in segment.forbidden}
     twins = {m for la in segment.lookalike_active for m in la.present_members}
+    mates: dict[str, set[str]] = {}  # present member -> the other member(s) of its pairs
+    for la in segment.lookalike_active:
+        for m in la.present_members:
+            mates.setdefault(m, set()).update(x for x in la.pair if x != m)
     entries = []
     for label in roster.labels:
         line = roster.line(label)
@@ -161,7 +167,8 @@ def segment_verdict(story: Story, segment: Segment, roster: Roster,
         j = judgement.entities[eid]
         kind = story.entities[eid].kind if eid in story.entities else line.kind
         count = j.count if j.count is not None and j.count >= 0 else None
-        match = None if j.instance_match is None else j.instance_match == eid
+        match = True if j.instance_match == eid else \
+            False if j.instance_match in mates.get(eid, ()) else None
         base = dict(story_id=story.story_id, segment_id=segment.segment_id, eid=eid, kind=kind,
                     role=role, present=j.present, judged_state=j.state, judged_count=count,
                     instance_match=match)
