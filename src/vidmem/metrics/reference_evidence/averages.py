@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import fmean
+from statistics import mean
 
 from vidmem.metrics.reference_evidence.segment import SegmentScore
 from vidmem.metrics.reference_evidence.segment_metrics import SEGMENT_DIGITS, _round
@@ -53,8 +53,15 @@ _COUNTS = ("n_segments", "n_with_refs", "n_precision_undefined", "n_no_candidate
 
 
 def _mean(values: Iterable[float | None], ndigits: int | None) -> float | None:
+    """``round(statistics.mean(defined values), ndigits)``, the reference's rule.
+
+    ``statistics.mean`` sums exactly and rounds once; ``fmean`` divides a rounded sum,
+    which moves a value lying on a rounding tie to the other side now and then (F1s
+    0.6667, 1, 1, 0.5455, 0.6667, 1: 0.8132 here and in the reference, 0.8131 by
+    ``fmean``).
+    """
     kept = [v for v in values if v is not None]
-    return _round(fmean(kept), ndigits) if kept else None
+    return _round(mean(kept), ndigits) if kept else None
 
 
 def film_means(scores: Sequence[SegmentScore], *, ndigits: int | None = SEGMENT_DIGITS) -> Averages:

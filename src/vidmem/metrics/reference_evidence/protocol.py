@@ -143,7 +143,8 @@ PROTOCOL: dict[str, dict[str, str]] = {
     },
     "rounding": {
         "rule": "per-segment values and film means to 4 decimals, means over films to 6; "
-                "refs per segment to 3 per film",
+                "refs per segment to 3 per film; every mean is round(statistics.mean(values), "
+                "digits) of the already rounded values (exact sum, one rounding; not fmean)",
         "reason": "as the reference rounds them",
         "source": f"{_VC} _score_segment_v3, _f1, run() agg; {_AGG} _macro_avg",
     },
