@@ -8,7 +8,9 @@ Two questions are asked (prompt files in ``prompts/``):
   does the reference show? As in the reference code's per-reference judge
   (visual-coverage 3.0) the segment enters through its gold roster only, without its
   frames or prompt, and the answer is a strict multi-label list of roster ids (the JSON
-  schema enumerates them, so guided decoding cannot name another id).
+  schema enumerates them, so guided decoding cannot name another id). The reply is read
+  as the reference's v3 parser reads it (``strict_json = true`` in the prompt file): the
+  whole reply must be the one JSON object, else it is unparsable (counted).
 * ``same_view``: two references judged to show the same entity: are they near-duplicate
   views of it? This gives R_V ("a reference repeating an already covered view of the same
   entity") pair by pair, so a pair judged once serves every budget K.

@@ -26,8 +26,26 @@ RULES = {
                       "JSON list whose schema enumerates the roster (reference scorer "
                       "visual-coverage 3.0: no segment frames or prompt are sent); a segment "
                       "without present entities asks nothing (nothing could be shown)",
+    "judge_reply": "strict JSON list, official v3 parser rule: the whole reply, stripped of "
+                   "whitespace (Python str.strip), must parse with json.loads as one object "
+                   "{\"entity_ids\": [...]} with exactly that key, its ids unique strings of "
+                   "the roster; a code fence, prose before or after, single quotes, trailing "
+                   "commas or a second object make it unparsable (Suchenl/VMem-Bench "
+                   "visual_coverage.py _parse_v3_reference; prompts/reference.toml "
+                   "strict_json = true). NaN/Infinity are refused too (vidmem's rule for "
+                   "every judge; the schema admits no number there, so no decision changes)",
+    "judge_max_tokens": "a reference question asks for at most 256 tokens (visual_coverage.py "
+                        "_judge_v3_reference) and a same-view question for at most 64 (2.2 "
+                        "_distinct_views, the nearest official question), from the prompt "
+                        "files' max_tokens; a judge option set explicitly (judge/openai "
+                        "max_tokens, a local judge's max_new_tokens) overrides them and is "
+                        "recorded with the judge's settings",
+    "same_view_reply": "read tolerantly (the first JSON object in the reply), as the reference's "
+                       "near-duplicate question digs its number out of free text "
+                       "(visual_coverage.py 2.2 _distinct_views, a regex)",
     "unparsable": "a reference whose answer is unparsable or an error after the judge's one "
-                  "JSON-only follow-up shows nothing and is counted per policy",
+                  "JSON-only follow-up shows nothing and is counted per policy (the reference "
+                  "scorer asks no follow-up and stops the run on the first invalid reply)",
     "r_v": "with same_view on, every pair of references of one ranking that the judge says "
            "show the same entity is asked once (two images and the entity's description): a "
            "reference repeats a covered view of entity e when a higher-ranked reference of e "
