@@ -14,6 +14,7 @@ import pytest
 
 from vidmem.benchmarks.vmem_track_b.loop import read_progress
 from vidmem.benchmarks.vmem_track_b.report import build_track_b_report
+from vidmem.benchmarks.vmem_track_b.stats import corpus_stats
 from vidmem.benchmarks.vmem_track_b.stories import load_stories
 from vidmem.cli import main
 from vidmem.report import Figure, ImageGrid, KeyValues, render
@@ -76,6 +77,9 @@ def test_report_builds_renders_and_counts_the_gold(sim_run, tmp_path):
         got = {b: r["bins"][b]["denominator"] for b in ("1-4", "5-29", ">=30")}
         assert {**got, "just_seen": r["just_seen"]["denominator"]} == support
     assert support["1-4"] > 0 and support["just_seen"] > 0
+    # `vidmem stats` bins the same population under the same labels (issue 24 item 6)
+    stats = corpus_stats(gold)["gap_histogram_by_kind"]
+    assert {b: stats["character"][b] + stats["prop"][b] for b in support} == support
     # the privileged oracle recalls every gapped return the sim draws from a reference
     assert summary["gap_bins"]["deltas"]["last_seen"]["rates"]["1-4"]["difference"] > 0
     assert "gap_bins" in json.loads((base / "run" / "run.json").read_text("utf-8"))["protocol"]

@@ -13,7 +13,11 @@ import pytest
 
 from vidmem.benchmarks.vmem_track_b.schema import STRESS_FAMILIES
 from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
-from vidmem.benchmarks.vmem_track_b.stats import corpus_stats, story_disagreements
+from vidmem.benchmarks.vmem_track_b.stats import (
+    corpus_stats,
+    release_gap_histogram,
+    story_disagreements,
+)
 from vidmem.benchmarks.vmem_track_b.stories import format_cohort, load_stories, parse_cohort
 from vidmem.benchmarks.vmem_track_b.validate import validate_stories
 from vidmem.errors import UserInputError
@@ -59,7 +63,7 @@ def test_the_sample_counts_equal_its_own_summary_block():
     assert stats["state_threads"] == summary["n_state_threads"] == 6
     assert stats["tags"] == {p: summary["probe_counts"][p] for p in stats["tags"]}
     assert set(stats["tags"]) == set(summary["probe_counts"])  # 9 families + 2 controls
-    assert stats["gap_histogram"] == summary["gap_histogram"]
+    assert release_gap_histogram(stats["gap_histogram"]) == summary["gap_histogram"]
     lg = summary["longest_gap"]
     assert stats["longest_gap"] == {"story_id": SID, "eid": lg["eid"], "gap": lg["gap"],
                                     "segment_id": int(lg["at"].removeprefix("seg_"))}
@@ -93,8 +97,13 @@ def test_the_sample_counts_by_hand():
     assert stats["tags"]["deprecation_avoidance"] == 10
     # jq -c '[.segments[].cast[]|.gap|select(. != null)] as $g | [($g|map(select(. <= 4))
     #      |length), ($g|map(select(. >= 5 and . < 30))|length), ($g|map(select(. >= 30))|length)]'
-    #  -> [186, 18, 6]; 161 of the 186 are gap 0 (the release's "1-4" bin holds gaps 0-4)
-    assert stats["gap_histogram"] == {"1-4": 186, "5-29": 18, ">=30": 6}
+    #  -> [186, 18, 6]; jq '[.segments[].cast[]|select(.gap == 0)]|length' $G -> 161
+    #  (the release's "1-4" bin holds gaps 0-4; vidmem keeps gap 0 apart, as the scorer does)
+    assert stats["gap_histogram"] == {"just_seen": 161, "1-4": 25, "5-29": 18, ">=30": 6}
+    # the per-kind histograms add up to the whole
+    by_kind = stats["gap_histogram_by_kind"]
+    assert {b: sum(h[b] for h in by_kind.values()) for b in by_kind["prop"]} == \
+        stats["gap_histogram"]
     assert stats["longest_gap"] == {"story_id": SID, "eid": "E16", "gap": 64, "segment_id": 68}
     assert set(STRESS_FAMILIES.values()) < set(stats["tags"])
 
@@ -339,3 +348,22 @@ def test_the_sim_builder_s_stories_load_validate_and_agree_with_their_summaries(
     stats = corpus_stats(tmp_path)
     assert stats["segments"] == 80 and stats["disagreements"] == []
     assert stats["hours"] == pytest.approx(80 * 5 / 3600)
+
+
+def test_stats_and_summary_bin_gaps_with_one_rule():
+    """``vidmem stats`` and summary.json's gap bins: the same gap, the same bin (issue 24
+    item 6). The official scorer's _gap_bucket: gap <= 0 -> '0' (vidmem: just_seen),
+    1-4, 5-29, >= 30; before, ``vidmem stats`` put gap 0 in '1-4'."""
+    from vidmem.benchmarks.vmem_track_b.stats import gap_histogram
+    from vidmem.metrics.track_b import EntryVerdict, SegmentVerdict, gap_bin_recall
+
+    gaps = [0, 0, 0, 1, 4, 5, 12, 29, 30, 31, 64]
+    by_hand = {"just_seen": 3, "1-4": 2, "5-29": 3, ">=30": 3}
+    assert gap_histogram(gaps) == by_hand
+    seg = SegmentVerdict("s", 2, True, [
+        EntryVerdict("s", 2, f"E{i}", "prop", "required", True, op="recall", gap=g)
+        for i, g in enumerate(gaps)])
+    r = gap_bin_recall([seg])
+    summary_bins = {"just_seen": r.just_seen.denominator,
+                    **{b: w.denominator for b, w in r.bins.items()}}
+    assert summary_bins == by_hand

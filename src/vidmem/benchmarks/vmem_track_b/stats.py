@@ -15,10 +15,14 @@ Definitions (each recomputed from ``gt/`` segments, never read from ``summary``)
   families of PROTOCOLS.md section 4 map to labels as in
   :data:`~vidmem.benchmarks.vmem_track_b.schema.STRESS_FAMILIES`, the two controls are
   ``first_appearance`` and ``continuity``. A segment counts once per label.
-* ``gap_histogram``: cast entries with a gap, binned as the release bins them: ``1-4``
-  holds gaps 0..4 (``gap`` counts the segments in between, so 0 is "seen in the previous
-  segment"; the release's label says 1-4 and its compiler puts gap 0 there), ``5-29``
-  and ``>=30``.
+* ``gap_histogram``: cast entries with a gap (any kind), binned by the one absence-gap
+  rule of the scores (:func:`vidmem.metrics.track_b.absence_bin`, the official scorer's
+  ``_gap_bucket``): ``just_seen`` holds gap 0 (``gap`` counts the segments in between,
+  so 0 is "on screen in the previous segment"), then ``1-4``, ``5-29`` and ``>=30``;
+  ``gap_histogram_by_kind`` the same per kind (its character and prop rows are the
+  support of ``summary.json``'s ``gap_bins``). The release's own ``summary.gap_histogram``
+  (its compiler, ``complete_gt.py``) counts gaps 0-4 under the label ``1-4``; it is
+  checked against ``just_seen`` + ``1-4`` (:func:`release_gap_histogram`).
 * ``longest_gap``: the largest gap, first in story and segment order on ties.
 * ``disagreements``: ``{"file", "key", "summary", "recomputed"}`` for every value of a
   story's ``summary`` block (and every segment's ``memory_probes``: key
@@ -28,7 +32,7 @@ Definitions (each recomputed from ``gt/`` segments, never read from ``summary``)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,26 +47,42 @@ from vidmem.benchmarks.vmem_track_b.schema import (
     segment_id,
 )
 from vidmem.benchmarks.vmem_track_b.stories import Segment, Story, load_stories
+from vidmem.metrics import track_b as tb
 
-__all__ = ["GAP_BINS", "STATS_OPTIONS", "corpus_stats", "gap_bin", "segment_probes",
-           "story_disagreements", "story_stats", "story_summary"]
+__all__ = ["HISTOGRAM_BINS", "STATS_OPTIONS", "corpus_stats", "gap_histogram",
+           "release_gap_histogram", "segment_probes", "story_disagreements", "story_stats",
+           "story_summary"]
 
-#: the absence-gap bins of the report, in the release's spelling
-GAP_BINS = ("1-4", "5-29", ">=30")
+#: the rows of ``gap_histogram``, in gap order (the bins of :func:`tb.absence_bin`)
+HISTOGRAM_BINS = (tb.JUST_SEEN, *tb.GAP_BINS)
 #: the options of ``vidmem stats vmem_track_b``
 STATS_OPTIONS = (CliOption("stories", ("--stories",), str | None, None,
                            "Cohort selector, e.g. 0001-0030 or 0001,0003 (default: every story)."),)
 _TAG_ORDER = (*STRESS_FAMILIES.values(), *CONTROL_PROBES)
 
 
-def gap_bin(gap: int) -> str:
-    """The histogram bin of a gap (segments between two appearances).
+def gap_histogram(gaps: Iterable[int]) -> dict[str, int]:
+    """Gaps counted per :data:`HISTOGRAM_BINS` row, binned by :func:`tb.absence_bin`.
 
     Example:
-        >>> [gap_bin(g) for g in (0, 4, 5, 29, 30, 64)]
-        ['1-4', '1-4', '5-29', '5-29', '>=30', '>=30']
+        >>> gap_histogram([0, 0, 1, 4, 5, 29, 30, 64])
+        {'just_seen': 2, '1-4': 2, '5-29': 2, '>=30': 2}
     """
-    return GAP_BINS[0] if gap <= 4 else GAP_BINS[1] if gap < 30 else GAP_BINS[2]
+    counts = Counter(tb.absence_bin(g) for g in gaps)
+    return {b: counts.get(b, 0) for b in HISTOGRAM_BINS}
+
+
+def release_gap_histogram(histogram: Mapping[str, int]) -> dict[str, int]:
+    """:func:`gap_histogram` in the spelling of the release's ``summary.gap_histogram``,
+    whose compiler counts gaps 0-4 under the label ``1-4`` (``just_seen`` folded in).
+
+    Example:
+        >>> release_gap_histogram({"just_seen": 2, "1-4": 2, "5-29": 2, ">=30": 2})
+        {'1-4': 4, '5-29': 2, '>=30': 2}
+    """
+    near, mid, far = tb.GAP_BINS
+    return {near: histogram[tb.JUST_SEEN] + histogram[near], mid: histogram[mid],
+            far: histogram[far]}
 
 
 def segment_probes(segment: Segment, story: Story) -> frozenset[str]:
@@ -122,7 +142,8 @@ def _removed(story: Story) -> set[str]:
 
 
 def story_summary(story: Story) -> dict[str, Any]:
-    """The story's ``summary`` block, recomputed from its segments (same keys and spelling).
+    """The story's ``summary`` block, recomputed from its segments (same keys and spelling:
+    ``gap_histogram`` is the release's, gaps 0-4 under ``1-4``; see :func:`release_gap_histogram`).
 
     ``hard_probe_balance`` takes each ``target`` from the file's own block (the target
     lives in ``gt_source``, not in the gold); ``ok`` is ``count >= target``.
@@ -146,7 +167,7 @@ def story_summary(story: Story) -> dict[str, Any]:
         "op_counts": dict(Counter(c.op for s in story.segments for c in s.cast)),
         "probe_counts": dict(probes),
         "hard_probe_balance": balance,
-        "gap_histogram": {b: sum(1 for g in gaps if gap_bin(g[1]) == b) for b in GAP_BINS},
+        "gap_histogram": release_gap_histogram(gap_histogram(g[1] for g in gaps)),
         "longest_gap": None if top is None else {"eid": top[0], "gap": top[1],
                                                  "at": segment_id(top[2])},
     }
@@ -186,8 +207,9 @@ def story_stats(stories: Iterable[Story]) -> dict[str, Any]:
     Returns:
         ``{"stories", "segments", "hours", "entities": {"character", "prop", "location",
         "total"}, "state_threads", "tags": {label: segments}, "gap_histogram":
-        {"1-4", "5-29", ">=30"}, "longest_gap": {"story_id", "eid", "gap", "segment_id"}
-        | None, "disagreements": [...]}``; segment ids are ints (1..n).
+        {"just_seen", "1-4", "5-29", ">=30"}, "gap_histogram_by_kind": {kind: the same},
+        "longest_gap": {"story_id", "eid", "gap", "segment_id"} | None, "disagreements":
+        [...]}``; segment ids are ints (1..n).
 
     Example:
         >>> from vidmem.benchmarks.vmem_track_b.stories import CastEntry, Entity
@@ -200,14 +222,15 @@ def story_stats(stories: Iterable[Story]) -> dict[str, Any]:
         >>> stats["segments"], stats["hours"], stats["entities"]["character"]
         (2, 0.002777777777777778, 1)
         >>> stats["tags"]["continuity"], stats["gap_histogram"], stats["longest_gap"]["gap"]
-        (1, {'1-4': 1, '5-29': 0, '>=30': 0}, 0)
+        (1, {'just_seen': 1, '1-4': 0, '5-29': 0, '>=30': 0}, 0)
         >>> stats["disagreements"]
         []
     """
     stories = list(stories)
     tags = Counter(p for st in stories for s in st.segments for p in segment_probes(s, st))
     kinds = Counter(e.kind for st in stories for e in st.entities.values())
-    gaps = [(st.story_id, eid, gap, n) for st in stories for eid, gap, n in _gaps(st)]
+    gaps = [(st.story_id, eid, gap, n, st.entities[eid].kind) for st in stories
+            for eid, gap, n in _gaps(st)]
     top = max(gaps, key=lambda g: g[2], default=None)
     return {
         "stories": len(stories),
@@ -216,9 +239,11 @@ def story_stats(stories: Iterable[Story]) -> dict[str, Any]:
         "entities": {**{k: kinds.get(k, 0) for k in ENTITY_KINDS}, "total": sum(kinds.values())},
         "state_threads": sum(len(_threads(st)) for st in stories),
         "tags": {label: tags.get(label, 0) for label in _TAG_ORDER},
-        "gap_histogram": {b: sum(1 for g in gaps if gap_bin(g[2]) == b) for b in GAP_BINS},
+        "gap_histogram": gap_histogram(g[2] for g in gaps),
+        "gap_histogram_by_kind": {k: gap_histogram(g[2] for g in gaps if g[4] == k)
+                                  for k in ENTITY_KINDS},
         "longest_gap": None if top is None else dict(zip(
-            ("story_id", "eid", "gap", "segment_id"), top, strict=True)),
+            ("story_id", "eid", "gap", "segment_id"), top[:4], strict=True)),
         "disagreements": [d for st in stories for d in story_disagreements(st)],
     }
 

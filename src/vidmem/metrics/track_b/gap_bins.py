@@ -11,9 +11,11 @@ Rules (each in :data:`PROTOCOL` with its reason and source):
 * **bins**: the gold ``gap`` counts the segments between two appearances, so ``0`` is
   "on screen in the previous segment". The absence bins are ``1-4``, ``5-29`` and
   ``>=30`` segments away (:data:`GAP_BINS`); gap 0 is not an absence and is reported
-  apart as ``just_seen`` (:data:`JUST_SEEN`), never inside ``1-4``. (The release's
-  gold ``summary.gap_histogram`` -- and ``vidmem stats``, which checks it -- count gap 0
-  in their ``1-4`` bin; this module does not.)
+  apart as ``just_seen`` (:data:`JUST_SEEN`), never inside ``1-4`` -- the official
+  scorer's ``_gap_bucket`` (``"0"``, ``"1-4"``, ``"5-29"``, ``">=30"``). :func:`absence_bin`
+  is the one binning function: ``vidmem stats`` counts its gap histogram with it too.
+  (Only the release's gold ``summary.gap_histogram``, written by its compiler, counts
+  gap 0 under ``1-4``; ``vidmem stats`` checks that block with gap 0 folded in.)
 * **hit**: judged ``present = true``; ``false``, ``"abstain"`` and an unparsable
   segment are misses, as for pooled Recall. The ``>=30`` bin is therefore the
   ``long_gap_return`` family's recall.
@@ -64,9 +66,12 @@ GAP_BINS_PROTOCOL: dict[str, dict[str, str]] = {
         "reason": "gap 0 is no absence, and it would swamp the near bin (161 of 210 gapped "
                   "cast entries of sample story 0001); the paper's near-bin support (701 "
                   "over 30 stories) only fits gaps 1-4",
-        "source": f"{_PAPER}; brief of issue 14 (1-4, 5-29, >= 30). The release's "
-                  "summary.gap_histogram counts gap 0 in its 1-4 bin (vidmem stats follows "
-                  "it); decided here not to",
+        "source": "Suchenl/VMem-Bench src/vmem_bench/scoring/end2end_coverage.py "
+                  "_gap_bucket (gap <= 0 -> '0', 1-4, 5-29, >= 30; vidmem names '0' "
+                  f"just_seen); {_PAPER}. One function (absence_bin) for summary.json and "
+                  "vidmem stats; only the release's gold summary.gap_histogram (its "
+                  "compiler, complete_gt.py) counts gap 0 under 1-4, and vidmem stats "
+                  "checks that block with gap 0 folded in",
     },
     "gap_bins.hit": {
         "rule": "hit = judged present = true; false, 'abstain' and unparsable segments are "
