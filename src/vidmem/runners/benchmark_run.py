@@ -293,6 +293,16 @@ def _score(bench: Benchmark, ds: Any, run: RunDir, videos: str | Path, config: A
     return result, outcome
 
 
+def plural(word: str) -> str:
+    """The plural of an item word.
+
+    Example:
+        >>> plural("story"), plural("task"), plural("case")
+        ('stories', 'tasks', 'cases')
+    """
+    return word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+
+
 def _unusable_answers_failed(store: Any, stored: dict[str, Any], failure: str) -> dict[str, Any]:
     """Store every item that holds an unusable judge answer as an ``error`` (``failure``
     says why): a run whose judge failed keeps no number resting on it, and ``--resume``
@@ -352,7 +362,8 @@ class RunResult(NamedTuple):
         judge answered too many questions unusably."""
         if self.judge_failure:
             raise RunFailedError(
-                f"{len(self.failed)} of {self.n_items} {item_word}s failed: {self.judge_failure}",
+                f"{len(self.failed)} of {self.n_items} {plural(item_word)} failed: "
+                f"{self.judge_failure}",
                 hint="check the judge (its model, prompt format, server), then rerun with "
                 "--resume: those questions are asked again, usable answers come from the "
                 "cache; to accept this share, pass a higher --max-unparsable")
@@ -360,7 +371,7 @@ class RunResult(NamedTuple):
             return
         item_id, message = self.failed[0]
         raise RunFailedError(
-            f"{len(self.failed)} of {self.n_items} {item_word}s failed to score and are left out "
+            f"{len(self.failed)} of {self.n_items} {plural(item_word)} failed to score and are left out "
             f"of the mean; first: {item_id}: {message}",
             hint=f"every error is in {self.run.items_path} (and summary.json); fix what it "
             "names and rerun with --resume: finished items are not computed again")

@@ -114,5 +114,5 @@ def test_unparsable_answers_are_not_cached(dataset, server, tmp_path, capsys):
     code, out, err = _score(capsys, root, videos, tmp_path / "run", server, "--judge-cache", str(cache), "--resume")
     assert code in (0, None), err
     assert server.posts == 9 + 3  # only the unparsable questions are asked again
-    assert json.loads(out)["judge_answers"] == {"asked": 3, "from_cache": 3, "items_scored_now": 3,
-                                                "cache": str(cache.resolve())}
+    assert json.loads(out)["judge_answers"] == {"asked": 3, "from_cache": 3, "unparsable": 0,
+                                                "items_scored_now": 3, "cache": str(cache.resolve())}
