@@ -127,9 +127,12 @@ def ref_aggregate_rows(rows, config):
                 n_resamples=config.n_resamples, seed=config.bootstrap_seed,
                 confidence=config.confidence, names=tb.FAMILIES).to_dict()
             a, b = tb.parsed_in_both(arms[c], arms[BASELINE])
-            parsed[c] = ref_bootstrap(a, b, config)
-            if parsed[c] is not None:
-                parsed[c]["n_segments"] = len(a)
+            every = sorted({s.story_id for s in arms[c]})
+            kept = {s.story_id for s in a}
+            parsed[c] = ref_bootstrap(a, b, config) or {"rates": {}}
+            parsed[c].update(n_segments=len(a), n_stories=len(kept),
+                             n_stories_dropped=len(every) - len(kept),
+                             stories_dropped=[sid for sid in every if sid not in kept])
     return {
         "conditions": conds, "baseline": BASELINE if BASELINE in conds else None,
         "privileged": sorted(PRIVILEGED & set(conds)),

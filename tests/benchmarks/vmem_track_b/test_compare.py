@@ -173,5 +173,37 @@ def test_print_comparison_names_every_block():
     print_comparison(console, compare_sides(s, s, "x", same_run=True))
     text = console.export_text()
     for want in ("pooled rates, every segment", "parsed in both arms (3 segments)",
+                 "parsed in both arms: 3 segments of 2 stories\n",
                  "long_gap_return", ">=30", "-0.125 [-0.750, +0.500]"):
         assert want in text, want
+
+
+def test_a_story_with_no_segment_parsed_in_both_arms_is_counted_as_dropped(capsys):
+    """Issue 24 item 5: x's s2 entirely unparsable -> s2 leaves the parsed-in-both
+    bootstrap, and every output says so."""
+    from rich.console import Console
+
+    from vidmem.benchmarks.vmem_track_b.report import parsed_in_both_note
+
+    s = side()
+    s.rows["s2"]["conditions"]["x"]["verdicts"] = verdicts_to_json(
+        [segment("s2", n, None) for n in (1, 2)])
+    res = compare_sides(s, s, "x", "none", same_run=True)
+    parsed = res["deltas_parsed_in_both"]
+    assert (parsed["n_segments"], parsed["n_stories"], parsed["n_stories_dropped"],
+            parsed["stories_dropped"]) == (2, 1, 1, ["s2"])
+    # on s1 alone: x recall (A T, B T, A T, B F) 3/4, none (A T, B F, A F, B F) 1/4
+    assert parsed["rates"]["recall"]["difference"] == pytest.approx(0.5)
+    summary = aggregate_rows(list(s.rows.values()), config())
+    assert summary["deltas_parsed_in_both"]["x"] == parsed
+    assert summary["deltas_parsed_in_both"]["last_seen"]["n_stories_dropped"] == 0
+    assert "1 story dropped (no segment parsed in both arms: s2)" in parsed_in_both_note(summary)
+    print_comparison(Console(width=100), res)
+    assert "1 story dropped (no segment parsed in both arms: s2)" in capsys.readouterr().out
+    # every story dropped: no bootstrap, still counted
+    for sid in ("s1", "s2"):
+        s.rows[sid]["conditions"]["x"]["verdicts"] = verdicts_to_json(
+            [segment(sid, n, None) for n in (1, 2)])
+    parsed = compare_sides(s, s, "x", "none", same_run=True)["deltas_parsed_in_both"]
+    assert (parsed["rates"], parsed["n_stories"], parsed["stories_dropped"]) == \
+        ({}, 0, ["s1", "s2"])

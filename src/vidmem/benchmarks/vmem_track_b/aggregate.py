@@ -158,9 +158,8 @@ def aggregate_rows(rows: Sequence[Mapping[str, Any]], config: ScorerConfig, *,
             cut_a, cut_b = a.story_counts(), b.story_counts()
             lap("story counts")
             deltas[c] = _bootstrap(counts, base_counts, config)
-            parsed[c] = _bootstrap(cut_a, cut_b, config)
-            if parsed[c] is not None:
-                parsed[c]["n_segments"] = len(a)
+            parsed[c] = tb.parsed_in_both_block(_bootstrap(cut_a, cut_b, config),
+                                                stories=counts, kept=cut_a, n_segments=len(a))
             lap("bootstrap")
             family_deltas[c] = paired_story_bootstrap(
                 fam, base_fam, n_resamples=config.n_resamples, seed=config.bootstrap_seed,

@@ -18,8 +18,10 @@ Rules:
 * **benchmarks**: both runs must be Track-B runs.
 * **statistics**: run A's ``n_resamples``, bootstrap seed and confidence (a note says
   when run B's differ); the vector (dRecall, dPrecision, dAvoid-OK); the same on the
-  (story, segment) pairs parsed in both arms; each stress family's headline rate; and
-  recall per absence-gap bin. Identical arms give exactly 0 with [0, 0].
+  (story, segment) pairs parsed in both arms (a story with no such segment drops out of
+  that bootstrap, counted and named: ``n_stories_dropped``, ``stories_dropped``); each
+  stress family's headline rate; and recall per absence-gap bin. Identical arms give
+  exactly 0 with [0, 0].
 * **notes**: a different judge, roster seed or bootstrap setting between the runs, and a
   privileged condition, are said, not refused.
 """
@@ -204,9 +206,9 @@ def compare_sides(a: RunSide, b: RunSide, condition_a: str | None = None,
     arm_a, arm_b = _arm(a, ca, shared), _arm(b, cb, shared)
     config = a.config
     pa, pb = tb.parsed_in_both(arm_a, arm_b)
-    parsed = _bootstrap(tb.story_counts(pa), tb.story_counts(pb), config)
-    if parsed is not None:
-        parsed["n_segments"] = len(pa)
+    cut_a = tb.story_counts(pa)
+    parsed = tb.parsed_in_both_block(_bootstrap(cut_a, tb.story_counts(pb), config),
+                                     stories=shared, kept=cut_a, n_segments=len(pa))
     return {
         "benchmark": NAME, "difference": "condition A of run A minus condition B of run B",
         "run_a": a.path, "run_b": b.path, "condition_a": ca, "condition_b": cb,
@@ -265,6 +267,25 @@ def _table(title: str, block: Mapping[str, Any] | None, heads: Mapping[str, str]
     return table
 
 
+def _parsed_line(block: Mapping[str, Any] | None) -> str:
+    """What the parsed-in-both comparison kept and dropped, in words.
+
+    Example:
+        >>> _parsed_line({"n_segments": 5, "n_stories": 2, "n_stories_dropped": 1,
+        ...               "stories_dropped": ["s3"]})
+        'parsed in both arms: 5 segments of 2 stories; 1 story dropped (no segment parsed in both arms: s3)'
+    """
+    if not block:
+        return "parsed in both arms: not computed"
+    text = f"parsed in both arms: {block['n_segments']} segments of {block.get('n_stories')} stories"
+    dropped = list(block.get("stories_dropped") or [])
+    if dropped:
+        names = ", ".join(dropped[:10]) + (" ..." if len(dropped) > 10 else "")
+        text += (f"; {len(dropped)} stor{'y' if len(dropped) == 1 else 'ies'} dropped (no "
+                 f"segment parsed in both arms: {names})")
+    return text
+
+
 def print_comparison(console: Console, result: Mapping[str, Any]) -> None:
     """The benchmark's ``comparison_printer``: rich tables of :func:`compare_runs`' result."""
     ca, cb = result["condition_a"], result["condition_b"]
@@ -276,8 +297,9 @@ def print_comparison(console: Console, result: Mapping[str, Any]) -> None:
                   highlight=False, soft_wrap=True)
     console.print(_table("pooled rates, every segment", result["deltas"], _HEAD, ca, cb))
     parsed = result["deltas_parsed_in_both"]
-    n = "no" if parsed is None else parsed["n_segments"]
+    n = "no" if not parsed else parsed["n_segments"]
     console.print(_table(f"segments parsed in both arms ({n} segments)", parsed, _HEAD, ca, cb))
+    console.print(_parsed_line(parsed), highlight=False, soft_wrap=True)
     console.print(_table("stress families (headline rates)", result["family_deltas"],
                          {f: f for f in tb.FAMILIES}, ca, cb))
     console.print(_table("recall by absence gap (segments away)", result["gap_bin_deltas"],

@@ -61,7 +61,10 @@ RULES: dict[str, str] = {
                "judge",
     "differences": "every condition minus none: paired_story_bootstrap on story_counts, the "
                    "vector (dRecall, dPrecision, dAvoid-OK); the same on the (story, segment) "
-                   "pairs parsed in both arms (deltas_parsed_in_both); with no 'none' "
+                   "pairs parsed in both arms (deltas_parsed_in_both: a story with no segment "
+                   "parsed in both arms drops out of that bootstrap, counted in "
+                   "n_stories_dropped and named in stories_dropped, and the report says how "
+                   "many); with no 'none' "
                    "condition no difference is computed",
     "family_differences": "each stress family's headline rate, condition minus none, with the "
                           "same paired story bootstrap over per-story (numerator, denominator) "

@@ -29,7 +29,7 @@ from typing import Any
 
 from vidmem.report.model import Figure, Report, Table
 
-__all__ = ["build_track_b_report", "family_cell", "sign"]
+__all__ = ["build_track_b_report", "family_cell", "parsed_in_both_note", "sign"]
 
 FAMILY_HEADINGS = {
     "long_gap_return": "long-gap", "temporal_reference": "temporal", "state_change": "state chg",
@@ -112,7 +112,8 @@ def build_track_b_report(run: Any, *, drill_down: int | str | None = "env") -> R
     if any(unparsable.values()):
         rep.notice("warning", "unparsable judge answers (every entry abstains, required "
                    f"entities count as missed): {unparsable}; see deltas_parsed_in_both in "
-                   "summary.json for the comparison on segments parsed in both arms.")
+                   "summary.json for the comparison on segments parsed in both arms ("
+                   + parsed_in_both_note(summary) + ").")
 
     missing = {c: summary.get("judge", {}).get(c, {}).get("missing_clips", 0) for c in conds}
     if any(missing.values()):
@@ -176,7 +177,35 @@ def _forest_section(rep: Report, summary: Mapping[str, Any]) -> None:
         "paired story-bootstrap 95% interval (dots), and the same on the segments whose judge "
         "answer parsed in both arms (hollow squares). An interval off the zero line is a "
         "difference the bootstrap supports; last_seen (grey) is a privileged diagnostic.")
-    sec.add(Figure(fig, caption="condition minus none, per rate of the vector", name="forest"))
+    sec.add(Figure(fig, caption="condition minus none, per rate of the vector; "
+                   + parsed_in_both_note(summary), name="forest"))
+
+
+def parsed_in_both_note(summary: Mapping[str, Any]) -> str:
+    """Per condition, the stories left in the parsed-in-both comparison and those dropped.
+
+    A story none of whose segments parsed in both arms has nothing to resample and drops
+    out of that bootstrap (run.json ``protocol``: ``differences``); the report says so.
+
+    Example:
+        >>> parsed_in_both_note({"deltas_parsed_in_both": {"x": {
+        ...     "n_segments": 20, "n_stories": 2, "n_stories_dropped": 1,
+        ...     "stories_dropped": ["0003_c"]}}})
+        'parsed in both arms: x 20 segments of 2 stories, 1 story dropped (no segment parsed in both arms: 0003_c)'
+    """
+    parts = []
+    for cond, block in (summary.get("deltas_parsed_in_both") or {}).items():
+        if not block:
+            parts.append(f"{cond} none")
+            continue
+        text = f"{cond} {block.get('n_segments', 0)} segments of {block.get('n_stories', '?')} stories"
+        dropped = list(block.get("stories_dropped") or [])
+        if dropped:
+            names = ", ".join(dropped[:5]) + (" ..." if len(dropped) > 5 else "")
+            text += (f", {len(dropped)} stor{'y' if len(dropped) == 1 else 'ies'} dropped "
+                     f"(no segment parsed in both arms: {names})")
+        parts.append(text)
+    return "parsed in both arms: " + ("; ".join(parts) if parts else "not computed")
 
 
 def _cell(rate: Mapping[str, Any] | None) -> str:

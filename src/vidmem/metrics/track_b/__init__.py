@@ -27,7 +27,8 @@ as counts over every segment of every story given:
   and Avoid-OK -- the input of :func:`vidmem.stats.paired_bootstrap.paired_story_bootstrap`
   (this module may not import ``stats/``; the benchmark joins the two).
 * :func:`parsed_in_both`: both arms cut to the (story, segment) pairs whose answer
-  parsed in both, for the robustness comparison of the paper's Table 20a.
+  parsed in both, for the robustness comparison of the paper's Table 20a;
+  :func:`parsed_in_both_block` says which stories that cut dropped.
 
 Every rule adopted from the published code (Suchenl/VMem-Bench) or decided here is in
 :data:`PROTOCOL`, with its reason and its source, for the run log.
@@ -70,7 +71,12 @@ from vidmem.metrics.track_b.gap_bins import (
     gap_bin_recall,
     gap_bin_story_counts,
 )
-from vidmem.metrics.track_b.pooled import parsed_in_both, pooled_rates, story_counts
+from vidmem.metrics.track_b.pooled import (
+    parsed_in_both,
+    parsed_in_both_block,
+    pooled_rates,
+    story_counts,
+)
 from vidmem.metrics.track_b.protocol import PROTOCOL
 from vidmem.metrics.track_b.records import EntryVerdict, SegmentVerdict
 from vidmem.metrics.track_b.results import FamilyRate, PooledRates, Proportion, WilsonRate
@@ -120,6 +126,7 @@ __all__ = [
     "gap_bin_recall",
     "gap_bin_story_counts",
     "parsed_in_both",
+    "parsed_in_both_block",
     "pooled_rates",
     "story_counts",
     "stored_segment",

@@ -168,3 +168,31 @@ def parsed_in_both(arm_a: Iterable[SegmentVerdict], arm_b: Iterable[SegmentVerdi
     keep = {s.key for s in a if s.parsed} & {s.key for s in b if s.parsed}
     return [s for s in a if s.key in keep], [s for s in b if s.key in keep]
 
+
+
+def parsed_in_both_block(bootstrap: Mapping[str, object] | None, *, stories: Iterable[str],
+                         kept: Iterable[str], n_segments: int) -> dict[str, object]:
+    """The ``deltas_parsed_in_both`` entry: the bootstrap on the cut arms, and who dropped.
+
+    A story none of whose segments parsed in both arms has nothing left to compare and
+    drops out of the parsed-in-both bootstrap; the block says how many and which, so the
+    drop is never silent (:data:`PROTOCOL` ``parsed_in_both``).
+
+    Args:
+        bootstrap: ``paired_story_bootstrap(...).to_dict()`` of the cut arms, or ``None``
+            when no story is left (``rates`` is then empty).
+        stories: the stories of the uncut comparison.
+        kept: the stories left after the cut.
+        n_segments: segments left per arm.
+
+    Example:
+        >>> b = parsed_in_both_block(None, stories=["s", "t"], kept=[], n_segments=0)
+        >>> b["rates"], b["n_stories"], b["n_stories_dropped"], b["stories_dropped"]
+        ({}, 0, 2, ['s', 't'])
+    """
+    every, left = sorted(set(stories)), set(kept)
+    dropped = [s for s in every if s not in left]
+    block: dict[str, object] = dict(bootstrap) if bootstrap is not None else {"rates": {}}
+    block.update(n_segments=int(n_segments), n_stories=len(every) - len(dropped),
+                 n_stories_dropped=len(dropped), stories_dropped=dropped)
+    return block

@@ -146,7 +146,10 @@ PROTOCOL: dict[str, dict[str, str]] = {
     },
     "parsed_in_both": {
         "rule": "the robustness comparison keeps the (story, segment) pairs present in both "
-                "arms whose answers parsed in both",
+                "arms whose answers parsed in both; a story with no such segment drops out "
+                "of that bootstrap (nothing of it is left to resample), and the block says "
+                "so: n_stories, n_stories_dropped, stories_dropped (shown in the report and "
+                "by vidmem compare)",
         "reason": "unparsable answers count required entities as missed and are more "
                   "frequent with retrieval",
         "source": "paper App. F.6.1 (Table 20a)",
