@@ -588,6 +588,27 @@ def test_optional_request_fields(server):
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
 
 
+def test_each_question_gets_its_own_token_limit_unless_one_is_set(server):
+    """Issue 24 item 9: the prompt file's max_tokens (Track-A 256) reaches the server; a
+    question without one gets 1024; an explicit max_tokens option applies to all."""
+    server.script = [{"content": '{"present": true}'}] * 4
+    track_a = JudgeRequest("a", "q", required_keys=("present",), max_tokens=256)
+    judge = make_judge(server)
+    assert judge.info().settings["max_tokens"] == "per_question"
+    judge.judge(track_a)
+    judge.judge(req())
+    explicit = make_judge(server, max_tokens=2048)
+    explicit.judge(track_a)
+    explicit.judge(req())
+    assert [r["body"]["max_tokens"] for r in server.requests] == [256, 1024, 2048, 2048]
+
+
+def test_the_follow_up_keeps_the_questions_token_limit(server):
+    server.script = [{"content": "no json"}, {"content": '{"present": true}'}]
+    make_judge(server).judge(JudgeRequest("a", "q", required_keys=("present",), max_tokens=64))
+    assert [r["body"]["max_tokens"] for r in server.requests] == [64, 64]
+
+
 def test_info_records_model_but_never_the_key(server):
     judge = make_judge(server, api_key="sk-secret", official=True)
     info = judge.info()

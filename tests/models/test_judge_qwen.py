@@ -584,3 +584,47 @@ def test_bad_requests_raise(scripted):
     with pytest.raises(UserInputError, match="image placeholder"):
         judge.judge(_request(prompt="look at <|image_pad|> this", images=()))
     assert judge.stats()["requests"] == 0
+
+
+# -- the token limit of each question (issue 24 item 9) -------------------------------
+
+
+def _spy_limits(judge, monkeypatch):
+    seen, generate = [], judge._generate
+
+    def spy(inputs):
+        seen.append(inputs.get("max_new_tokens"))
+        return generate(inputs)
+
+    monkeypatch.setattr(judge, "_generate", spy)
+    return seen
+
+
+def test_each_question_gets_its_own_token_limit(tiny_dirs, monkeypatch):
+    """The request's max_tokens (its prompt file's) bounds the first ask and the follow-up;
+    batched, the batch generates to the largest limit and cuts each row at its own."""
+    short = _request(item_id="s", max_tokens=3)
+    long = _request(item_id="l", max_tokens=5)
+    single = QwenVLJudge(weights=tiny_dirs["qwen2_vl"])
+    assert single.info().settings["max_new_tokens"] == "per_question"
+    firsts, _ = _record_first_replies(single, monkeypatch)
+    seen = _spy_limits(single, monkeypatch)
+    expected = [single.judge(short), single.judge(long)]
+    # a random tiny model writes no JSON: each question is asked twice, at its own limit
+    assert seen == [3, 3, 5, 5]
+    (_, a), (_, b) = firsts
+    assert b.text.startswith(a.text) and len(a.text) < len(b.text)  # greedy: a prefix
+
+    batched = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], batch_size=2)
+    seen = _spy_limits(batched, monkeypatch)
+    results = batched.judge_many([short, long])
+    assert seen == [5, 3, 5]  # one batch to the largest limit, then each follow-up
+    assert [_summary(r) for r in results] == [_summary(r) for r in expected]
+
+
+def test_an_explicit_max_new_tokens_applies_to_every_question(tiny_dirs, monkeypatch):
+    judge = QwenVLJudge(weights=tiny_dirs["qwen2_vl"], max_new_tokens=4)
+    seen = _spy_limits(judge, monkeypatch)
+    judge.judge(_request(max_tokens=3))
+    judge.judge(_request())
+    assert seen == [4, 4, 4, 4]

@@ -109,6 +109,8 @@ def test_questions_carry_one_shrunk_image_and_the_roster_as_an_enum(sim, judge, 
         enum = body["response_format"]["json_schema"]["schema"]["properties"]["entity_ids"]["items"]["enum"]
         assert enum in rosters and all(e in parts[0]["text"] for e in enum)
     assert all(len([p for p in b["messages"][0]["content"] if p["type"] == "image_url"]) == 2 for b in pairs)
+    # the prompt files' token limits: the reference scorer's 256 (v3) and 64 (same view)
+    assert {b["max_tokens"] for b in refs} == {256} and {b["max_tokens"] for b in pairs} == {64}
     # every reference shows a present entity (the scripted answer), and every pair is one view
     overall = summary["overall"]["seg_uniform"]
     assert overall["precision"] == 1.0 and overall["r_v"] is not None and overall["r_v"] > 0

@@ -8,14 +8,18 @@ calls, all inside ``max_total_seconds``:
 
 1. The request goes out as ONE user message: the prompt text first, then each image
    as a base64 data URL (``{"type": "image_url", "image_url": {"url":
-   "data:image/jpeg;base64,..."}}``), with ``temperature`` (0 by default).
+   "data:image/jpeg;base64,..."}}``), with ``temperature`` (0 by default) and
+   ``max_tokens``: the request's own limit (its prompt file's, else 1024) unless the
+   ``max_tokens`` option is set (:mod:`vidmem.models.backends.judge_limits`).
 2. Transport failures -- connection errors, timeouts, HTTP 408/409/429/5xx -- are
    retried up to ``max_retries`` times with exponential backoff and bounded, seeded
    jitter (``Retry-After`` is honoured when the server sends it). Other HTTP errors
    (400, 401, 404...) are not retried. If no answer comes back the result is
    ``status="error"``.
 3. The answer is read with :func:`vidmem.models.json_extract.find_json_object` (strict
-   numbers: ``NaN``, ``Infinity`` and ``1e999`` make it unusable) and checked for
+   numbers: ``NaN``, ``Infinity`` and ``1e999`` make it unusable; for a request with
+   ``strict_json`` the whole reply must be the object,
+   :mod:`vidmem.models.json_strict`) and checked for
    ``request.required_keys`` and the JSON types of ``request.key_types``. If that
    fails, ONE follow-up call is made:
    the conversation is replayed with the model's own reply as the assistant turn,
@@ -70,6 +74,7 @@ from vidmem.models.backends.judge_frames import (
     encode_image_data_url,
     sample_clip_frames,
 )
+from vidmem.models.backends.judge_limits import PER_QUESTION, check_limit_option, reply_limit
 from vidmem.models.backends.judge_openai_http import (
     ChatServerCalls,
     JudgePing,
@@ -141,7 +146,10 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             (``None``: send as is).
         image_format: ``"jpeg"`` or ``"png"``; ``jpeg_quality`` for the former.
         temperature: sampling temperature (0: the protocols ask for it).
-        max_tokens: reply length limit (``None``: the server's default).
+        max_tokens: reply length limit for every question; the default
+            ``"per_question"`` takes each request's own (its prompt file's
+            ``max_tokens``, e.g. 256 for Track-A's reference question, else 1024);
+            ``None``: send none (the server's default).
         seed: sent to servers that support it (``None``: not sent).
         response_format_json: also send ``response_format={"type": "json_object"}``;
             off by default because not every server accepts it. Not sent with a
@@ -180,7 +188,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         image_format: str = "jpeg",
         jpeg_quality: int = 90,
         temperature: float = 0.0,
-        max_tokens: int | None = 1024,
+        max_tokens: int | str | None = PER_QUESTION,
         seed: int | None = 0,
         response_format_json: bool = False,
         json_schema: bool = True,
@@ -235,8 +243,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         temperature = _number(where, "temperature", temperature)
         if max_image_side is not None:
             max_image_side = _number(where, "max_image_side", max_image_side)
-        if max_tokens is not None:
-            max_tokens = _number(where, "max_tokens", max_tokens)
+        max_tokens = check_limit_option(where, "max_tokens", max_tokens, allow_none=True)
         checks: list[tuple[str, Any, bool, str]] = [
             ("timeout_seconds", timeout_seconds, timeout_seconds > 0, "> 0"),
             (
@@ -259,12 +266,6 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             ("concurrency", concurrency, is_int(concurrency) and concurrency >= 1,
              "an integer >= 1"),
             ("temperature", temperature, temperature >= 0, ">= 0"),
-            (
-                "max_tokens",
-                max_tokens,
-                max_tokens is None or (max_tokens >= 1 and max_tokens == int(max_tokens)),
-                "an integer >= 1 or None",
-            ),
         ]
         for key, value, good, expected in checks:
             if not good:
@@ -279,7 +280,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             model=model,
             base_url=redact_url(base_url),
             temperature=float(temperature),
-            max_tokens=None if max_tokens is None else int(max_tokens),
+            max_tokens=max_tokens,
             seed=seed,
             image_format=fmt,
             jpeg_quality=int(jpeg_quality) if fmt == "jpeg" else None,
@@ -306,7 +307,8 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         self.image_format = fmt
         self.jpeg_quality = int(jpeg_quality)
         self.temperature = float(temperature)
-        self.max_tokens = None if max_tokens is None else int(max_tokens)
+        #: PER_QUESTION (each request's limit), a number for every question, or None
+        self.max_tokens = max_tokens
         self.seed = seed
         self.response_format_json = bool(response_format_json)
         self.json_schema = bool(json_schema)
@@ -356,15 +358,15 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
             content.append({"type": "image_url", "image_url": {"url": url}})
         return content
 
-    def _body(self, messages: list[dict[str, Any]],
-              answer_model: type | None = None) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, Any]], answer_model: type | None = None,
+              max_tokens: int | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature,
         }
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
         if self.seed is not None:
             body["seed"] = self.seed
         if answer_model is not None and self.json_schema and self.schema_refused is None:
@@ -392,8 +394,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
 
         text = 'Reply with the JSON object {"ok": true} and nothing else.'
         body = self._body([{"role": "user", "content": [{"type": "text", "text": text}]}],
-                          SchemaProbe)
-        body["max_tokens"] = 32
+                          SchemaProbe, max_tokens=32)
         deadline = time.monotonic() + min(float(timeout_seconds), self.max_total_seconds)
         try:
             reply, _, error = self._call(body, deadline, "schema check")
@@ -430,14 +431,16 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         user = {"role": "user", "content": self._user_content(request)}  # validates images
         self._count("requests")
         deadline = time.monotonic() + self.max_total_seconds
+        limit = reply_limit(self.max_tokens, request)
 
         def ask(messages: list[dict[str, Any]]) -> Attempt:
             try:
-                return self._call(self._body(messages, request.answer_model), deadline,
+                return self._call(self._body(messages, request.answer_model, limit), deadline,
                                   request.item_id)
             except SchemaRefused as refusal:
                 self._schema_refusal(str(refusal))
-            reply, calls, error = self._call(self._body(messages), deadline, request.item_id)
+            reply, calls, error = self._call(self._body(messages, max_tokens=limit), deadline,
+                                             request.item_id)
             return reply, calls + 1, error
 
         return self._exchange(request, user, lambda: ask([user]), ask)

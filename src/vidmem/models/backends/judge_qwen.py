@@ -18,7 +18,9 @@ One :meth:`QwenVLJudge.judge` call behaves exactly like the server judge's:
    ``judge/openai`` sends, so a model served by vLLM sees the same conversation),
    rendered with the model's chat template (``add_generation_prompt=True``).
 2. Greedy decoding (``do_sample=False``: temperature-0 semantics) of at most
-   ``max_new_tokens`` tokens. The sampling settings of the checkpoint's
+   ``max_new_tokens`` tokens: the request's own limit (its prompt file's ``max_tokens``,
+   else 1024) unless the ``max_new_tokens`` option is set
+   (:mod:`vidmem.models.backends.judge_limits`). The sampling settings of the checkpoint's
    ``generation_config.json`` (temperature, top-p/top-k) are overridden;
    ``repetition_penalty`` is an explicit setting (1.0, i.e. none, by default; vLLM
    applies the checkpoint's value, 1.05 for Qwen2-VL, unless told otherwise).
@@ -75,6 +77,12 @@ from vidmem.models.backends.base import import_torch
 from vidmem.models.backends.hf_checkpoint import load_tokenizer
 from vidmem.models.backends.hf_images import HFEmbedderBase
 from vidmem.models.backends.judge_common import Attempt, JudgeExchange, JudgeReply
+from vidmem.models.backends.judge_limits import (
+    DEFAULT_REPLY_TOKENS,
+    PER_QUESTION,
+    check_limit_option,
+    reply_limit,
+)
 from vidmem.models.backends.judge_qwen_batch import QwenVLBatching
 from vidmem.models.backends.judge_qwen_inputs import QwenVLInputs, size_edge
 from vidmem.models.protocols import JudgeRequest, JudgeResult
@@ -97,6 +105,9 @@ MODEL_CLASSES: dict[str, str] = {
     "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
 }
 
+
+#: a request with no limit of its own: what the judge's option alone gives
+_NO_REQUEST = JudgeRequest("-", "-")
 
 #: One generation's reply, under the name it had before judge_common (tests build it).
 _Reply = JudgeReply
@@ -135,7 +146,9 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
         batch_size: how many requests :meth:`judge_many` asks at once, in one padded
             ``generate`` call for their first asks (default 1: one at a time).
             :meth:`judge` always answers one.
-        max_new_tokens: reply length limit in tokens (``judge/openai``'s ``max_tokens``).
+        max_new_tokens: reply length limit in tokens for every question (``judge/openai``'s
+            ``max_tokens``); the default ``"per_question"`` takes each request's own (its
+            prompt file's ``max_tokens``, else 1024).
         max_image_side: shrink each image so that its longer side is at most this many
             pixels before the processor sees it (``None``: as is).
         min_pixels, max_pixels: bounds on each image's pixel count after the
@@ -175,7 +188,7 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
         device: str = "cpu",
         dtype: str | None = None,
         batch_size: int = 1,
-        max_new_tokens: int = 1024,
+        max_new_tokens: int | str = PER_QUESTION,
         max_image_side: int | None = 1024,
         min_pixels: int | None = None,
         max_pixels: int | None = None,
@@ -191,7 +204,8 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
                 hint="pass weights=/path/to/Qwen2.5-VL-7B-Instruct (a folder with config.json), "
                 "or use judge/qwen2-vl-7b, judge/qwen2.5-vl-7b or judge/qwen3-vl-8b",
             )
-        max_new_tokens = _positive_int(where, "max_new_tokens", max_new_tokens, allow_none=False)
+        max_new_tokens = check_limit_option(where, "max_new_tokens", max_new_tokens,
+                                            allow_none=False)
         max_image_side = _positive_int(where, "max_image_side", max_image_side, allow_none=True)
         min_pixels = _positive_int(where, "min_pixels", min_pixels, allow_none=True)
         max_pixels = _positive_int(where, "max_pixels", max_pixels, allow_none=True)
@@ -219,7 +233,8 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
             model_dir=model_dir,
         )
         self.official = bool(official)
-        self.max_new_tokens = int(max_new_tokens)  # type: ignore[arg-type]
+        #: PER_QUESTION (each request's limit) or a number for every question
+        self.max_new_tokens: int | str = max_new_tokens  # type: ignore[assignment]
         self.max_image_side = max_image_side
         self.repetition_penalty = repetition_penalty
 
@@ -254,10 +269,22 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
 
     # --------------------------------------------------------------------- generation
 
+    def _limit(self, inputs: dict[str, Any]) -> int:
+        """The token limit prepared inputs carry (``max_new_tokens``), else the judge's."""
+        limit = inputs.get("max_new_tokens")
+        if limit is None:
+            limit = reply_limit(self.max_new_tokens, _NO_REQUEST)
+        return int(limit or DEFAULT_REPLY_TOKENS)
+
     def _generate(self, inputs: dict[str, Any]) -> Any:
         """Greedy generation on prepared inputs (one row or a left-padded batch); the
-        only place the model runs. Returns the prompt + generated token ids."""
+        only place the model runs. Returns the prompt + generated token ids.
+
+        ``inputs["max_new_tokens"]``, when present, is the limit (the request's, or the
+        largest of a batch's rows); it is not a model input."""
         torch = import_torch()
+        limit = self._limit(inputs)
+        inputs = {k: v for k, v in inputs.items() if k != "max_new_tokens"}
         with self._model_lock, torch.inference_mode():
             output = self.model.generate(
                 **inputs,
@@ -267,7 +294,7 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
                 top_p=None,
                 top_k=None,
                 repetition_penalty=self.repetition_penalty,
-                max_new_tokens=self.max_new_tokens,
+                max_new_tokens=limit,
                 pad_token_id=self._pad_id,
             )
         return output
@@ -275,7 +302,8 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
     def _run_model(self, inputs: dict[str, Any]) -> JudgeReply:
         """One request's generation and its reply (cut as in ``_decode_rows``)."""
         output = self._generate(inputs)
-        return self._decode_rows(output, int(inputs["input_ids"].shape[1]))[0]
+        return self._decode_rows(output, int(inputs["input_ids"].shape[1]),
+                                 [self._limit(inputs)])[0]
 
     def _call(self, inputs: dict[str, Any]) -> Attempt:
         """One generation: ``(reply, 1, None)`` or ``(None, 1, what went wrong)``; never raises."""
@@ -311,15 +339,17 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
         user = {"role": "user", "content": content}
         return user, vision, self._prompt_text([user], vision, request.item_id)
 
-    def _follow_up(self, vision: Any, item: str) -> Callable[[list[dict[str, Any]]], Attempt]:
-        """The ``again`` of :meth:`_exchange`: one generation of the follow-up messages."""
+    def _follow_up(self, vision: Any, item: str,
+                   limit: int | None = None) -> Callable[[list[dict[str, Any]]], Attempt]:
+        """The ``again`` of :meth:`_exchange`: one generation of the follow-up messages,
+        with the request's token ``limit``."""
 
         def again(messages: list[dict[str, Any]]) -> Attempt:
             try:  # it replays the model's own reply, so a failure here is the model's doing
                 follow_up = self._prepare(messages, vision, item)
             except Exception as exc:
                 return None, 0, f"{type(exc).__name__}: {exc}"
-            return self._call(follow_up)
+            return self._call({**follow_up, "max_new_tokens": limit})
 
         return again
 
@@ -327,10 +357,12 @@ class QwenVLJudge(QwenVLBatching, QwenVLInputs, JudgeExchange, HFEmbedderBase):
         """Ask the model ``request.prompt`` about ``request.images``; never raises for
         model misbehaviour (see the module docstring for the sequence)."""
         user, vision, text = self._stage(request)  # misconfiguration raises here
-        inputs = self._model_inputs([text], [vision])
+        limit = reply_limit(self.max_new_tokens, request)
+        inputs = {**self._model_inputs([text], [vision]), "max_new_tokens": limit}
         self._count("requests")
         return self._exchange(
-            request, user, lambda: self._call(inputs), self._follow_up(vision, request.item_id)
+            request, user, lambda: self._call(inputs),
+            self._follow_up(vision, request.item_id, limit)
         )
 
     def close(self) -> None:

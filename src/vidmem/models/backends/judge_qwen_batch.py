@@ -17,6 +17,7 @@ from typing import Any
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.models.backends.base import batched
 from vidmem.models.backends.judge_common import Attempt, JudgeReply
+from vidmem.models.backends.judge_limits import reply_limit
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 
 __all__ = ["QwenVLBatching", "refused"]
@@ -53,13 +54,14 @@ class QwenVLBatching:
     name: str
     batch_size: int
     tokenizer: Any
-    max_new_tokens: int
+    max_new_tokens: int | str
     _eos_ids: set[int]
     _judge_or_error: Callable[[JudgeRequest], JudgeResult]
     _stage: Callable[[JudgeRequest], Staged]
     _model_inputs: Callable[..., dict[str, Any]]
     _generate: Callable[[dict[str, Any]], Any]
     _call: Callable[[dict[str, Any]], Attempt]
+    _limit: Callable[[dict[str, Any]], int]
     _follow_up: Callable[..., Callable[[list[dict[str, Any]]], Attempt]]
     _exchange: Callable[..., JudgeResult]
     _count: Callable[..., None]
@@ -76,8 +78,10 @@ class QwenVLBatching:
         over the prompts left-padded to the longest (the tokenizer pads, with
         ``padding_side="left"`` for that call only, and the attention mask hides the
         padding); each reply is cut where the prompts end and at its first
-        end-of-sequence token (``finish_reason="length"`` when it ran to
-        ``max_new_tokens`` without one). Each request then follows the usual sequence
+        end-of-sequence token (``finish_reason="length"`` when it ran to its
+        request's token limit without one; the batch generates up to the largest limit
+        of its rows and cuts each row at its own, which greedy decoding makes the same
+        as generating it alone with that limit). Each request then follows the usual sequence
         with that reply; the "JSON only" follow-ups, rare with a real judge, are
         generated one at a time. In float32 the batched greedy answers equal the
         one-at-a-time ones (the tests check it on tiny models); in bfloat16/float16
@@ -124,47 +128,59 @@ class QwenVLBatching:
                 staged.append((k, self._stage(request)))
             except VidmemError as exc:  # bad input for this question only
                 results[k] = refused(self.name, request, exc)
+        limits = [reply_limit(self.max_new_tokens, requests[k]) for k, _ in staged]
         firsts = self._call_batch(
-            [text for _, (_, _, text) in staged], [vision for _, (_, vision, _) in staged]
+            [text for _, (_, _, text) in staged], [vision for _, (_, vision, _) in staged],
+            limits,
         )
-        for (k, (user, vision, _)), attempt in zip(staged, firsts, strict=True):
+        for (k, (user, vision, _)), attempt, limit in zip(staged, firsts, limits, strict=True):
             request = requests[k]
             self._count("requests")
             results[k] = self._exchange(
-                request, user, lambda a=attempt: a, self._follow_up(vision, request.item_id)
+                request, user, lambda a=attempt: a,
+                self._follow_up(vision, request.item_id, limit)
             )
         return [r for r in results if r is not None]
 
-    def _call_batch(self, texts: list[str], visions: list[dict[str, Any] | None]) -> list[Attempt]:
+    def _call_batch(self, texts: list[str], visions: list[dict[str, Any] | None],
+                    limits: list[int]) -> list[Attempt]:
         """The first asks of a slice: one ``(reply, 1, None)`` or ``(None, 1, error)`` per row."""
         if len(texts) <= 1:  # nothing to pad: exactly the single-request path
-            return [self._call(self._model_inputs(texts, visions)) for _ in texts]
+            return [self._call({**self._model_inputs(texts, visions), "max_new_tokens": limit})
+                    for limit in limits]
         self._count("calls", len(texts))
         try:
-            replies = self._run_batch(self._model_inputs(texts, visions))
+            inputs = {**self._model_inputs(texts, visions), "max_new_tokens": max(limits)}
+            replies = self._run_batch(inputs, limits)
         except Exception as exc:  # CUDA OOM, kernel errors...: answers that never came
             self._release_memory()
             error = f"{type(exc).__name__}: {exc}"
             return [(None, 1, error) for _ in texts]
         return [(reply, 1, None) for reply in replies]
 
-    def _run_batch(self, inputs: dict[str, Any]) -> list[JudgeReply]:
+    def _run_batch(self, inputs: dict[str, Any], limits: list[int]) -> list[JudgeReply]:
         """One greedy ``generate`` over a padded batch; one reply per row."""
         output = self._generate(inputs)
-        return self._decode_rows(output, int(inputs["input_ids"].shape[1]))
+        return self._decode_rows(output, int(inputs["input_ids"].shape[1]), limits)
 
-    def _decode_rows(self, output: Any, prompt_len: int) -> list[JudgeReply]:
-        """Cut each generated row after its prompt and at its first end-of-sequence token.
+    def _decode_rows(self, output: Any, prompt_len: int,
+                     limits: list[int] | None = None) -> list[JudgeReply]:
+        """Cut each generated row after its prompt, at its token limit (``limits``, one
+        per row; default the judge's) and at its first end-of-sequence token.
 
         With left padding every prompt ends at column ``prompt_len``; a row that ends
         before the longest one is filled with padding after its end-of-sequence token,
         which is dropped here.
         """
+        rows = output[:, prompt_len:].tolist()
+        if limits is None:
+            limits = [self._limit({})] * len(rows)
         replies = []
-        for row in output[:, prompt_len:].tolist():
+        for row, limit in zip(rows, limits, strict=True):
+            row = row[:limit]
             end = next((k + 1 for k, token in enumerate(row) if token in self._eos_ids), None)
             new = row if end is None else row[:end]
-            cut = end is None and len(new) >= self.max_new_tokens
+            cut = end is None and len(new) >= limit
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             replies.append(
                 JudgeReply(text if isinstance(text, str) else "", "length" if cut else "stop")
