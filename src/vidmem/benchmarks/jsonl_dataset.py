@@ -33,6 +33,12 @@ from typing import Any, ClassVar
 from vidmem.benchmarks.contract import Problem, RowValidationReport
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.io.jsonl import json_error_message, not_utf8_message, parse_json_line, raw_lines
+from vidmem.io.safe_paths import (  # noqa: F401  (re-exported: the link rule lives there)
+    HF_REPO_PREFIXES,
+    allowed_link_targets,
+    hf_cache_repo,
+    link_escape,
+)
 from vidmem.io.video import VideoInfo, probe
 from vidmem.values import type_name
 
@@ -52,10 +58,6 @@ __all__ = [
 
 #: At most this many errors (or missing videos) are spelled out in one message.
 MAX_LISTED_ERRORS = 20
-
-#: Name prefixes of the per-repository folders of a Hugging Face hub cache.
-HF_REPO_PREFIXES = ("models--", "datasets--")
-
 
 # --------------------------------------------------------------------------- quoting values
 
@@ -186,10 +188,10 @@ class RowChecker:
             return None
         path = self.root / value
         try:
-            real = path.resolve()
             if self._bases is None:
                 self._bases = allowed_link_targets(self.root)
-            if not any(real.is_relative_to(base) for base in self._bases):
+            real = link_escape(self.root, path, self._bases)
+            if real is not None:
                 how = ("is a symbolic link to" if path.is_symlink()
                        else "leads through a symbolic link to")
                 self.error(field_name, f"{shown} {how} {excerpt(str(real), 200, quote=False)}, "
@@ -208,37 +210,6 @@ class RowChecker:
                        f"path relative to the dataset root, e.g. {example!r}")
             return None
         return value
-
-
-def hf_cache_repo(folder: Path) -> Path | None:
-    """The Hugging Face cache repository folder that holds ``folder``, if any.
-
-    A hub snapshot lives at ``<cache>/models--org--name/snapshots/<revision>/`` (or
-    ``datasets--...``); its files are symbolic links to ``../../blobs/<hash>``. For
-    ``folder`` at or below such a snapshot this returns the ``models--...`` /
-    ``datasets--...`` folder, else ``None``.
-    """
-    for p in (folder, *folder.parents):
-        if p.parent.name == "snapshots" and p.parent.parent.name.startswith(HF_REPO_PREFIXES):
-            return p.parent.parent
-    return None
-
-
-def allowed_link_targets(root: Path) -> tuple[Path, ...]:
-    """Where a dataset file under ``root`` may resolve to (all resolved paths).
-
-    Inside ``root`` itself; and when ``root`` is (inside) a Hugging Face snapshot,
-    anywhere in that snapshot's cache repository folder (see :func:`hf_cache_repo`), so
-    the snapshot's links into ``blobs/`` are accepted but links to another repository
-    or elsewhere are not.
-    """
-    resolved = root.resolve()
-    bases = [resolved]
-    for candidate in (root.absolute(), resolved):
-        repo = hf_cache_repo(candidate)
-        if repo is not None:
-            bases.append(repo.resolve())
-    return tuple(dict.fromkeys(bases))
 
 
 def find_row(rows: Sequence[Any], wanted: str, *, noun: str, source: Path) -> Any:

@@ -18,6 +18,7 @@ from vidmem.benchmarks.jsonl_dataset import VideoFolderScan
 from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest, read_manifest, write_manifest
 from vidmem.io.jsonl import read_jsonl
+from vidmem.io.safe_paths import inside
 from vidmem.metrics.kv_log import KVLog, parse_kv_log
 from vidmem.metrics.kv_pruning import KVLogError
 from vidmem.values import is_int, is_number
@@ -92,7 +93,7 @@ def continuation_requests(
             request_id=t.task_id,
             benchmark=BENCHMARK,
             prompt=t.continue_prompt,
-            out_path=str(out / f"{t.task_id}.mp4"),
+            out_path=str(inside(out, out / f"{t.task_id}.mp4")),  # the id stays a file name
             context_video=str(ds.video_path(t).absolute()),
             duration_seconds=duration,
             fps=rate,

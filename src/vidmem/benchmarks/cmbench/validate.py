@@ -27,12 +27,11 @@ from vidmem.benchmarks.cmbench.schema import (
 )
 from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport, excerpt
 from vidmem.io.boxes import check_normalized_box
+from vidmem.io.safe_paths import SAFE_ID_RULE, id_problem
 from vidmem.values import is_finite_number, is_int, type_name
 
 __all__ = ["ValidationReport"]
 
-# The task id names the continuation file <task_id>.mp4, so it must be a safe file name.
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
@@ -99,12 +98,10 @@ class TaskRowChecker(RowChecker):
                 self.warn(name, "unknown field, kept as an extra (not used by vidmem)")
 
         task_id = self._text("task_id", required_non_empty=True)
-        if task_id is not None and not _SAFE_ID.match(task_id):
-            self.error(
-                "task_id",
-                f"{excerpt(task_id)} is not a safe file name (it names the continuation "
-                "<task_id>.mp4); use letters, digits, '.', '_' and '-', not starting with '.'",
-            )
+        # The task id names the continuation file <task_id>.mp4.
+        if task_id is not None and (why := id_problem(task_id)) is not None:
+            self.error("task_id", f"not a safe file name: {why} (it names the continuation "
+                       f"<task_id>.mp4); fix: use {SAFE_ID_RULE}")
         vtype = obj.get("type")
         if "type" in obj and vtype not in VIDEO_TYPES:
             self.error("type", _one_of(vtype, VIDEO_TYPES))

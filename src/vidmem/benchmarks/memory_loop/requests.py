@@ -19,6 +19,7 @@ from vidmem.benchmarks.jsonl_dataset import VideoFolderScan
 from vidmem.benchmarks.memory_loop.schema import BENCHMARK, MemoryLoopCase, MemoryLoopDataset
 from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest, read_manifest, write_manifest
+from vidmem.io.safe_paths import inside
 from vidmem.io.video import VideoInfo
 from vidmem.values import is_int
 
@@ -68,7 +69,7 @@ def generation_requests(ds: MemoryLoopDataset, out_dir: str | os.PathLike[str], 
     return [
         GenerationRequest(
             request_id=c.case_id, benchmark=BENCHMARK, prompt=c.prompt,
-            out_path=str(out / f"{c.case_id}.mp4"),
+            out_path=str(inside(out, out / f"{c.case_id}.mp4")),  # the id stays a file name
             start_image=str(ds.start_image_path(c).absolute()),
             duration_seconds=float(c.duration_seconds), fps=float(c.fps), seed=seed,
             extras={"loop_id": c.loop_id},

@@ -18,7 +18,6 @@ expected, what was found and how to fix it. Errors block loading; warnings do no
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -29,13 +28,12 @@ from vidmem.benchmarks.memory_loop.schema import (
     OPTIONAL_FIELDS,
     Problem,
 )
+from vidmem.io.safe_paths import SAFE_ID_RULE, id_problem
 from vidmem.metrics.loop_paths import LOOP_IDS, LOOPS, loop_for_prompt
 from vidmem.values import is_finite_number, type_name
 
 __all__ = ["MemoryLoopValidation"]
 
-# The case id names the video <case_id>.mp4, so it must be a safe file name.
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 
 
@@ -93,10 +91,10 @@ class CaseRowChecker(RowChecker):
             if name not in CASE_FIELDS + OPTIONAL_FIELDS:
                 self.warn(name, "unknown field, kept as an extra (not used by vidmem)")
         case_id = self._text("case_id")
-        if case_id is not None and not _SAFE_ID.match(case_id):
-            self.error("case_id", f"{excerpt(case_id)} is not a safe file name (it names the video "
-                       "<case_id>.mp4); use letters, digits, '.', '_' and '-', not starting "
-                       "with '.'")
+        # The case id names the video <case_id>.mp4.
+        if case_id is not None and (why := id_problem(case_id)) is not None:
+            self.error("case_id", f"not a safe file name: {why} (it names the video "
+                       f"<case_id>.mp4); fix: use {SAFE_ID_RULE}")
         image = self._path("start_image", "start images", "start image",
                            "start_images/img000.png")
         if image is not None and PurePosixPath(image.replace("\\", "/")).suffix.lower() not in _IMAGE_SUFFIXES:

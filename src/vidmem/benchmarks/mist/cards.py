@@ -15,9 +15,15 @@ file relative to the root and the card (``cases.jsonl [mist_s0_003]``; ``[item 2
 ``[line 4]`` while the card has no usable id), whose ``field`` is a path into the card
 (``operations[1].to``) and whose ``line`` is the JSONL line when there is one.
 
-**Errors** (block loading): no card file under the root; a file that is not UTF-8, not
-JSON/YAML, or not one of the shapes above; a field of the wrong shape (see
-:mod:`~vidmem.benchmarks.mist.schema`); a duplicate ``case_id``; ``family_name`` that
+**Errors** (block loading): no card file under the root, or card files that hold no
+card; a card file that is a symbolic link (or lies under one) to a file outside the root
+(a Hugging Face snapshot may link into its own cache repository); a file that is not
+UTF-8, not JSON/YAML, or not one of the shapes above; a field of the wrong shape (see
+:mod:`~vidmem.benchmarks.mist.schema`), a value past an input limit (a shot over
+:data:`~vidmem.benchmarks.mist.schema.MAX_SHOT_SECONDS`, a count over ``MAX_COUNT``, more
+than ``MAX_ITEMS`` objects, containers, operations or contents, more than ``MAX_CARDS``
+cards); a ``case_id`` that is not a safe file name (it names the case's folder of clips:
+:func:`vidmem.io.safe_paths.id_problem`); a duplicate ``case_id``; ``family_name`` that
 disagrees with ``family``; shots other than exactly setup, gap, reveal in that order; a
 duplicate object or container id; an operation, ``reveal`` or ``target`` naming an id not
 on the card; a ``put`` with a ``from``, a ``move`` without one or from and to the same
@@ -46,8 +52,9 @@ from pydantic import BaseModel, ValidationError
 
 from vidmem.benchmarks.contract import Problem, RowValidationReport
 from vidmem.benchmarks.jsonl_dataset import excerpt
-from vidmem.benchmarks.mist.schema import ARMS, FAMILIES, SHOTS, Card
+from vidmem.benchmarks.mist.schema import ARMS, FAMILIES, MAX_CARDS, SHOTS, Card
 from vidmem.errors import UserInputError
+from vidmem.io.safe_paths import SAFE_ID_RULE, allowed_link_targets, id_problem, link_escape
 from vidmem.values import type_name
 
 __all__ = ["CARD_SUFFIXES", "PROTOCOL", "CardFile", "CardValidation", "check_card",
@@ -66,7 +73,7 @@ PROTOCOL: dict[str, dict[str, str]] = {
     },
     "three_shots": {
         "rule": "exactly the shots setup, gap, reveal, in that order; 5 s each (other "
-                "durations warn)",
+                "durations warn; over 60 s is an error)",
         "reason": "each case is three 5-second shots; every arm reuses the locked first two",
         "source": "PROTOCOLS.md section 5; seed 001 section 3 ('three 5-second shots')",
     },
@@ -85,6 +92,8 @@ PROTOCOL: dict[str, dict[str, str]] = {
 }
 
 _SKIP_PREFIXES = ("_", ".")
+#: pydantic error types of the input limits (:data:`~.schema.MAX_SHOT_SECONDS` and others)
+_LIMIT_ERRORS = ("less_than_equal", "too_long", "finite_number")
 
 
 def yaml_available() -> bool:
@@ -209,6 +218,9 @@ def _pydantic_messages(exc: ValidationError) -> dict[str, str]:
             msg = str(err["msg"]).removeprefix("Value error, ")
             msg = f"{msg[0].lower()}{msg[1:]}; found {type_name(err.get('input'))} " \
                   f"{excerpt(err.get('input'))}"
+            if err["type"] in _LIMIT_ERRORS:
+                msg += ("; fix: stay within vidmem's input limits for MIST cards (README, "
+                        "'Input limits'; vidmem.benchmarks.mist.schema.MAX_*)")
         out.setdefault(loc, []).append(msg)
     return {k: "; or ".join(v) for k, v in out.items()}
 
@@ -325,6 +337,19 @@ def check_card(card: Card, where: str, sink: _Sink, line: int | None = None) -> 
         warn(fld, "a field no MIST rule reads (a typo?); it is kept but ignored")
 
 
+def _escapes(root: Path, path: Path, bases: tuple[Path, ...]) -> str | None:
+    """Why the card file ``path`` may not be read (a link out of ``root``), or ``None``."""
+    try:
+        real = link_escape(root, path, bases)
+    except (OSError, ValueError) as exc:  # a link loop
+        return f"cannot be resolved ({exc}); fix or remove the symbolic link"
+    if real is None:
+        return None
+    return (f"leads through a symbolic link to {excerpt(str(real), 200, quote=False)}, outside "
+            f"the card root {root}; card files must lie inside it: copy the file into the "
+            "folder (or link the whole folder instead)")
+
+
 def validate_cards(root: str | Path) -> CardValidation:
     """Read every card under ``root`` and report every problem at once (module docstring).
 
@@ -344,8 +369,12 @@ def validate_cards(root: str | Path) -> CardValidation:
                  "folder that holds cases.jsonl")
     read: list[CardFile] = []
     seen: dict[str, str] = {}
+    bases = None if root.is_file() else allowed_link_targets(root)
     for path in files:
         rel = path.name if root.is_file() else path.relative_to(root).as_posix()
+        if bases is not None and (why := _escapes(root, path, bases)) is not None:
+            sink.add(rel, "", why)
+            continue
         for line, label, raw in _parse_file(path, rel, sink):
             cid = raw.get("case_id") if isinstance(raw, dict) else None
             where = f"{rel} [{cid}]" if isinstance(cid, str) and cid else f"{rel} [{label}]"
@@ -361,6 +390,10 @@ def validate_cards(root: str | Path) -> CardValidation:
                     sink.add(where, fld, msg, line=line)
                 card = None
             if isinstance(cid, str) and cid:
+                if (why := id_problem(cid)) is not None:  # it names RUN/rollouts/<case_id>/
+                    sink.add(where, "case_id", f"not a safe file name: {why} (it names the "
+                             f"case's folder of clips); fix: use {SAFE_ID_RULE}", line=line)
+                    card = None
                 if cid in seen:
                     sink.add(where, "case_id", f"duplicate case_id {cid!r} (first in "
                              f"{seen[cid]}); give each card its own id", line=line)
@@ -369,6 +402,12 @@ def validate_cards(root: str | Path) -> CardValidation:
             if card is not None:
                 check_card(card, where, sink, line)
             read.append(CardFile(rel, line, raw, card))
+    if files and not read and not any(p.severity == "error" for p in sink.problems):
+        sink.add(root.name or str(root), "", "holds no card: the card files are empty; write "
+                 "one card per line of cases.jsonl (build sim cards with 'vidmem sim-build')")
+    if len(read) > MAX_CARDS:
+        sink.add(root.name or str(root), "", f"{len(read)} cards, more than vidmem's limit of "
+                 f"{MAX_CARDS} under one root; split the cases into several roots and runs")
     problems = tuple(sink.problems)
     errors = any(p.severity == "error" for p in problems)
     cards = () if errors else tuple(c.card for c in read if c.card is not None)

@@ -58,6 +58,7 @@ from vidmem.benchmarks.mist.scorer import LOCKED, try_name
 from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest
 from vidmem.io.hashing import content_hash
+from vidmem.io.safe_paths import check_id, inside
 
 __all__ = ["LOOP_VERSION", "PROGRESS", "PROTOCOL", "arm_prompt", "make_rollouts",
            "read_progress", "run_rollout"]
@@ -159,7 +160,10 @@ def make_rollouts(cards: Sequence[Card], out_dir: Path, config: MistConfig, *,
             request_id=card.case_id, benchmark=benchmark,
             prompt=f"MIST case {card.case_id}: locked setup and gap, then the reveal shot of "
                    f"{len(config.arms)} arm(s)",
-            out_path=str(Path(out_dir) / card.case_id / PROGRESS),
+            # the case id names the folder: it must stay under out_dir (validation
+            # refuses an unsafe id; a card built in Python is checked here too)
+            out_path=str(inside(out_dir, Path(out_dir) / check_id(card.case_id, "MIST case_id")
+                                / PROGRESS)),
             extras={"case_id": card.case_id, "card": data, "config": config.to_dict(),
                     "loop_version": LOOP_VERSION, "benchmark_version": version})
         out.append(Rollout(request, {"card_sha256": content_hash(data, length=64)}))
@@ -211,6 +215,10 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
     gkey = (ctx or {}).get("generator_key")
     judge_cache = (ctx or {}).get("judge_cache")
     folder = Path(rollout.request.out_path).parent
+    if folder.name != check_id(card.case_id, "MIST case_id"):  # an edited stored request
+        raise UserInputError(f"MIST case {card.case_id}: its rollout folder {folder} is not "
+                             "named after the case", hint="rerun with --overwrite")
+    inside(folder.parent, folder)  # no link out of the rollouts folder
     folder.mkdir(parents=True, exist_ok=True)
     progress = Progress(folder)
     clips: list[str] = []

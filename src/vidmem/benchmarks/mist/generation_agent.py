@@ -40,6 +40,7 @@ from vidmem.benchmarks.mist.schema import Card
 from vidmem.benchmarks.mist.scorer import AGENT_RUN, try_name
 from vidmem.generators.requests import GenerationRequest
 from vidmem.io.hashing import content_hash, file_sha256
+from vidmem.io.safe_paths import inside
 from vidmem.metrics.mist_gates import clip_gates
 
 __all__ = ["WITHHELD", "agent_backends", "cached_judge", "keep_score", "run_agent_arm"]
@@ -98,7 +99,7 @@ def run_agent_arm(card: Card, config: MistConfig, arm: str, folder: Path, gap_pn
     holds ``judge_answers`` (``from_cache``, ``asked``) of this run of the arm.
     """
     original = folder / BASELINE / try_name(0)
-    adir = folder / arm
+    adir = inside(folder, folder / arm)
     rel_run = f"{arm}/{AGENT_RUN}"
     key = content_hash({"arm": arm, "original": file_sha256(original),
                         "gap": file_sha256(gap_png), "card": card.model_dump(mode="json"),
@@ -132,7 +133,7 @@ def run_agent_arm(card: Card, config: MistConfig, arm: str, folder: Path, gap_pn
         raise RuntimeError(f"MIST {card.case_id}/{arm} (M3-Agent): {why}")
     clip_keys = {}
     for step in run.steps:
-        dst = adir / try_name(step.try_index)
+        dst = inside(folder, adir / try_name(step.try_index))
         copy_clip(Path(step.clip), dst)
         rel = dst.relative_to(folder).as_posix()
         ckey = content_hash({"run": key, "try": step.try_index}, length=64)

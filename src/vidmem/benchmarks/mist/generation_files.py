@@ -18,6 +18,7 @@ from typing import Any
 
 from vidmem.generators.requests import GenerationRequest
 from vidmem.io.hashing import content_hash, file_sha256
+from vidmem.io.safe_paths import inside
 
 __all__ = ["LOOP_VERSION", "PROGRESS", "Progress", "copy_clip", "generate_clip",
            "last_frame_png", "read_progress", "request_key", "write_json",
@@ -108,7 +109,7 @@ def request_key(request: GenerationRequest, generator_key: Any) -> str:
 def generate_clip(generator: Any, request: GenerationRequest, progress: Progress,
               generator_key: Any) -> str:
     """Generate one clip unless it is finished; return its path relative to the case."""
-    rel = Path(request.out_path).relative_to(progress.folder).as_posix()
+    rel = inside(progress.folder, request.out_path).relative_to(progress.folder).as_posix()
     key = request_key(request, generator_key)
     if progress.done(rel, key):
         return rel
@@ -124,7 +125,7 @@ def generate_clip(generator: Any, request: GenerationRequest, progress: Progress
 
 def last_frame_png(progress: Progress, rel: str) -> Path:
     clip = progress.folder / rel
-    png = clip.with_suffix(".last.png")
+    png = inside(progress.folder, clip.with_suffix(".last.png"))
     sha = file_sha256(clip)
     prel = png.relative_to(progress.folder).as_posix()
     e = progress.entries.get(prel)

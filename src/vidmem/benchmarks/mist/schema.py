@@ -43,9 +43,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ARMS", "ARMS_NAMING_TARGET", "ARMS_WITHOUT_TARGET", "FAMILIES", "SHOTS", "Actor",
-           "Card", "Container", "ContentItem", "Obj", "Operation", "Shot", "Target",
-           "TaskRecord"]
+__all__ = ["ARMS", "ARMS_NAMING_TARGET", "ARMS_WITHOUT_TARGET", "FAMILIES", "MAX_CARDS",
+           "MAX_COUNT", "MAX_ITEMS", "MAX_SHOT_SECONDS", "SHOTS", "Actor", "Card", "Container",
+           "ContentItem", "Obj", "Operation", "Shot", "Target", "TaskRecord"]
 
 #: operation family -> its long name (the sim builder's spelling)
 FAMILIES = {"R0": "presence_count", "R1": "binding", "R2": "history_update"}
@@ -59,6 +59,21 @@ ARMS_NAMING_TARGET = ("answer_only", "same_sentence_resample", "diagnosis_rewrit
 #: arms whose reveal prompt must not state s* -- a mention is an error
 ARMS_WITHOUT_TARGET = ("baseline", "open_and_hold", "target_withheld_rewrite")
 
+
+# Input limits (errors, checked by the schema): a card is one small scene, and each shot
+# is one generator call whose clip vidmem decodes; a value far outside what any case can
+# mean is a typo or a hostile file, and would start hours of encoding.
+#: a shot's longest duration, seconds: the protocol's shots are 5 s (other lengths warn);
+#: a minute is past every TI2V generator's clip and keeps one case's encode bounded
+MAX_SHOT_SECONDS = 60.0
+#: the largest count an operation or s* may hold: a reveal's count is read off one frame
+#: (the sim cards count 0-3), so a hundred is already more than a frame shows
+MAX_COUNT = 100
+#: the most objects, containers or operations one card may list (the sim cards: 1-2
+#: objects, 1-2 containers, 0-2 operations)
+MAX_ITEMS = 100
+#: the most cards under one root (the protocol's case set is tens of cards)
+MAX_CARDS = 10_000
 
 
 class _Model(BaseModel):
@@ -90,7 +105,7 @@ class Container(_Model):
 class Operation(_Model):
     op: Literal["put", "move"]
     object: str = Field(min_length=1)
-    count: int = Field(ge=0)
+    count: int = Field(ge=0, le=MAX_COUNT)
     from_: str | None = Field(default=None, alias="from")
     to: str = Field(min_length=1)
 
@@ -98,18 +113,18 @@ class Operation(_Model):
 class ContentItem(_Model):
     object: str = Field(min_length=1)
     noun: str = Field(min_length=1)
-    count: int = Field(ge=0)
+    count: int = Field(ge=0, le=MAX_COUNT)
 
 
 class Target(_Model):
     container: str = Field(min_length=1)
-    contents: list[ContentItem]
+    contents: list[ContentItem] = Field(max_length=MAX_ITEMS)
     text: str = Field(min_length=1)
 
 
 class Shot(_Model):
     shot: Literal["setup", "gap", "reveal"]
-    duration_sec: float = Field(gt=0)
+    duration_sec: float = Field(gt=0, le=MAX_SHOT_SECONDS, allow_inf_nan=False)
     prompt: str = Field(min_length=1)
 
 
@@ -128,9 +143,9 @@ class Card(_Model):
     family: Literal["R0", "R1", "R2"]
     family_name: str | None = None
     actor: Actor
-    objects: list[Obj] = Field(min_length=1)
-    containers: list[Container] = Field(min_length=1)
-    operations: list[Operation]
+    objects: list[Obj] = Field(min_length=1, max_length=MAX_ITEMS)
+    containers: list[Container] = Field(min_length=1, max_length=MAX_ITEMS)
+    operations: list[Operation] = Field(max_length=MAX_ITEMS)
     reveal: str = Field(min_length=1)
     target: Target
     shots: list[Shot]

@@ -59,6 +59,7 @@ from vidmem.benchmarks.vmem_track_b.stories import Story
 from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest, ReferenceImage
 from vidmem.io.hashing import file_sha256
+from vidmem.io.safe_paths import check_id, inside
 from vidmem.io.video import probe, read_frames_at
 from vidmem.memory.frames import Segment as MemorySegment
 from vidmem.memory.guard import prepare
@@ -127,7 +128,9 @@ def make_rollouts(stories: Sequence[Story], conditions: Sequence[str], out_dir: 
     out = []
     for story in stories:
         for cond in conditions:
-            folder = Path(out_dir) / story.story_id / cond
+            # story and condition name the folder: it must stay under out_dir
+            folder = inside(out_dir, Path(out_dir) / check_id(story.story_id, "Track-B story id")
+                            / check_id(cond, "Track-B condition"))
             request = GenerationRequest(
                 request_id=f"{story.story_id}/{cond}", benchmark=benchmark,
                 prompt=f"closed-loop rollout of story {story.story_id} ({len(story.segments)} "
@@ -257,6 +260,11 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
                              hint="rerun with --overwrite (or a new --out)")
     retrieval = RetrievalConfig.from_dict(ex["retrieval"])
     folder = Path(rollout.request.out_path).parent
+    if (folder.parent.name, folder.name) != (check_id(sid, "Track-B story id"),
+                                             check_id(cond, "Track-B condition")):
+        raise UserInputError(f"story {sid}: its rollout folder {folder} is not <story>/"
+                             f"{cond}", hint="rerun with --overwrite")  # an edited stored request
+    inside(folder.parent.parent, folder)  # no link out of the rollouts folder
     folder.mkdir(parents=True, exist_ok=True)
     identity = {"story_id": sid, "condition": cond, "loop_version": LOOP_VERSION,
                 "retrieval": retrieval.to_dict(),
@@ -281,7 +289,7 @@ def run_rollout(rollout: Rollout, generator: Any, ctx: Mapping[str, Any] | None 
     generated = 0
     for seg in story.segments:
         n, name = seg.segment_id, segment_name(seg.segment_id)
-        clip = folder / f"{name}.mp4"
+        clip = inside(folder, folder / f"{name}.mp4")
         mseg = MemorySegment(n - 1, start, start + float(seg.duration_seconds), text=seg.prompt)
         clock = _Clock()
         if resumed_from is None and finished(folder, done.get(name)):
@@ -335,7 +343,7 @@ def _references(cond: str, story: Story, n: int, policy: Any, store: MemoryStore
     with clock.phase("pick"):
         picks = _picks(cond, story, n, policy, store, mseg, ends, folder, kept)
     name = segment_name(n)
-    pngs = [folder / f"{name}.ref{k}.png" for k in range(1, len(picks) + 1)]
+    pngs = [inside(folder, folder / f"{name}.ref{k}.png") for k in range(1, len(picks) + 1)]
     by_clip: dict[int, list[int]] = {}
     for k, (seg, _) in enumerate(picks):
         by_clip.setdefault(seg, []).append(k)

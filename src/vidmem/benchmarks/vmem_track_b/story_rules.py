@@ -35,6 +35,7 @@ from vidmem.benchmarks.vmem_track_b.schema import (
     segment_id,
     segment_number,
 )
+from vidmem.io.safe_paths import SAFE_ID_RULE, id_problem
 
 __all__ = ["CheckedStory", "check_ids", "check_rules", "label_leaks"]
 
@@ -329,6 +330,9 @@ def label_leaks(prompt: str) -> list[str]:
 def check_rules(c: CheckedStory) -> None:
     """Add the cross-item and cross-file problems of one story (what parsed is checked)."""
     n_gt = len(c.items(GT_DIR, "segments"))
+    if (why := id_problem(c.stem)) is not None:  # it names RUN/rollouts/<story>/
+        c.error(GT_DIR, "story_id", f"not a safe file name: {why} (the story id names the "
+                f"story's folder of clips); fix: rename the story's files using {SAFE_ID_RULE}")
     for i, seg in c.segments:  # also when the file's header is broken
         _segment(c, i, seg, _declared_pairs(c))
     if c.gt is not None:
