@@ -25,6 +25,8 @@ class Judge:
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        #: "ok"; "500": every post answers HTTP 500; "prose": the answer inside prose
+        self.mode = "ok"
         lock = threading.Lock()
         owner = self
 
@@ -36,14 +38,25 @@ class Judge:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with lock:
                     owner.bodies.append(body)
+                if owner.mode == "500":
+                    data = b'{"error": {"message": "internal server error", "type": "x"}}'
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 schema = body["response_format"]["json_schema"]["schema"]
                 if "same_view" in schema["properties"]:
                     answer = {"same_view": True}
                 else:
                     answer = {"entity_ids": schema["properties"]["entity_ids"]["items"]["enum"][:1]}
+                content = json.dumps(answer)
+                if owner.mode == "prose":  # the official v3 reader refuses anything around it
+                    content = f"Here you go: {content}"
                 data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                       "role": "assistant", "content": json.dumps(answer)}}]}).encode()
+                                       "role": "assistant", "content": content}}]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -78,14 +91,14 @@ def sim(tmp_path_factory):
     return base
 
 
-def _score(sim: Path, out: Path, judge: Judge, cache: Path) -> dict:
+def _score(sim: Path, out: Path, judge: Judge, cache: Path, *, resume: bool = False) -> dict:
     base = ScorerConfig.from_preset("offline", lang="en", policies=("seg_uniform", "recency"),
                                     judge="judge/openai", same_view=True, budget=4)
     config = ScorerConfig.from_dict({**base.to_dict(), "backend_options": {
         "judge/openai": {"base_url": judge.url, "model": "m", "max_retries": 0,
                          "timeout_seconds": 30}}})
     ds = BENCHMARK.load(sim / "SimFilms")
-    run = open_run(BENCHMARK, ds, out, config, {}, resume=False, overwrite=False, argv=[])
+    run = open_run(BENCHMARK, ds, out, config, {}, resume=resume, overwrite=False, argv=[])
     return score(BENCHMARK, ds, run, sim / "videos", config, quiet=True, judge_cache=cache)
 
 
@@ -124,3 +137,39 @@ def test_a_second_run_sends_the_server_nothing(sim, judge, tmp_path):
     summary = _score(sim, tmp_path / "two", judge, cache)
     assert len(judge.bodies) == before
     assert summary["judge_answers"]["asked"] == 0 and summary["judge_answers"]["from_cache"] > 0
+
+
+@pytest.fixture(scope="module")
+def clean(sim, judge, tmp_path_factory):
+    judge.mode = "ok"
+    base = tmp_path_factory.mktemp("clean")
+    return base / "run", _score(sim, base / "run", judge, base / "a.sqlite")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["500", "prose"])
+def test_a_failing_judge_fails_the_run_and_resume_equals_a_clean_run(sim, judge, clean, tmp_path,
+                                                                     mode):
+    """An unreachable judge fails the film; a judge whose replies the official reader
+    refuses fails the run's judge health; either way nothing wrong is kept, and a resume
+    against the healthy judge scores exactly what a clean run scores."""
+    clean_run, clean_summary = clean
+    judge.mode = mode
+    out, cache = tmp_path / "run", tmp_path / "a.sqlite"
+    try:
+        failed = _score(sim, out, judge, cache)
+    finally:
+        judge.mode = "ok"
+    assert json.loads((out / "run.json").read_text())["status"] == "failed"
+    if mode == "500":
+        (film, error), = failed["errors"]
+        assert "JudgeUnavailableError" in error and "got no answer" in error
+    else:
+        health = failed["judge_health"]
+        assert health["unparsable"] == health["answers"] > 0 and "Here you go" in health["sample"]
+        assert "unusably" in health["failure"]
+    again = _score(sim, out, judge, cache, resume=True)
+    assert not again["errors"] and again["judge_health"]["failure"] is None
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+    assert (out / "scores.jsonl").read_text() == (clean_run / "scores.jsonl").read_text()
+    assert again["overall"] == clean_summary["overall"]
