@@ -9,8 +9,13 @@ video, ``{start_image}``, ``{references}`` comma-separated reference image paths
 ``{request}`` path of a JSON file holding the whole request, ``{seed}``,
 ``{duration}``, ``{fps}``, ``{width}``, ``{height}``.
 
-A placeholder whose value is missing for a request (``{context}`` for a request without
-a context video) is an error naming the request, not an empty argument.
+A placeholder whose value a request does not have (``{references}`` for a segment
+without references, ``{start_image}`` for a shot made from text, ``{context}`` for a
+request without a context video, ``{width}`` when the benchmark leaves the size to the
+model) expands to the empty string: ``--refs {references}`` gives ``--refs ''`` and
+``--refs={references}`` gives ``--refs=``, so one template serves every request of a
+benchmark, and the script decides what an empty value means. ``{request}`` always has
+the whole request as JSON (docs/generators.md lists its fields).
 """
 
 from __future__ import annotations
@@ -84,15 +89,9 @@ class CommandGenerator:
         }
 
     def argv(self, req: GenerationRequest, request_json: Path) -> list[str]:
-        """The argument list for ``req`` (public so users can dry-run their template)."""
-        values = self._values(req, request_json)
-        missing = sorted(n for n in self.fields if values[n] is None)
-        if missing:
-            raise UserInputError(
-                f"request {req.request_id}: the command template uses "
-                f"{', '.join('{' + n + '}' for n in missing)} but this request has no value for it",
-                hint="remove the placeholder or use {request} and read the JSON",
-            )
+        """The argument list for ``req`` (public so users can dry-run their template); a
+        placeholder without a value is the empty string (see the module docstring)."""
+        values = {k: "" if v is None else v for k, v in self._values(req, request_json).items()}
         return [tok.format(**values) for tok in self.tokens]
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
