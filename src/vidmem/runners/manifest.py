@@ -5,6 +5,13 @@ its provenance (vidmem version, git revision, command line, backends) and its st
 (status, counts). :func:`read_manifest` reads and validates one from disk, and
 :func:`identity_diff` / :func:`backend_conflicts` say why two manifests do not
 describe the same run.
+
+Paths that only say *where* the inputs were found (a dataset root, a videos folder)
+are :class:`InputLocation` values: resolved to an absolute path, recorded in
+``config`` under their key, listed in ``location_keys`` and left out of the identity,
+so a run resumes however the path is spelled and after the dataset moved. A benchmark
+marks a path so only when every item key already holds the content hashes of the
+files it reads there (a changed file is then a new item, whatever the path).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from vidmem.io.hashing import content_hash
 from vidmem.runners.strict_json import UnstorableValueError, to_json_text
 
 __all__ = [
+    "InputLocation",
     "RUN_JSON",
     "RUN_SCHEMA_VERSION",
     "BackendRecord",
@@ -42,8 +50,10 @@ __all__ = [
     "backend_conflicts",
     "backend_dict",
     "git_revision",
+    "identity_changes",
     "identity_diff",
     "read_manifest",
+    "resume_hint",
     "utc_now",
 ]
 
@@ -118,6 +128,26 @@ def backend_dict(value: Any) -> Any:
     return to_dict() if callable(to_dict) else value
 
 
+class InputLocation(str):
+    """A ``run_config`` path that says where inputs are, not what they are.
+
+    The path is resolved (``~``, ``..``, symlinks, relative to the working directory)
+    when made. :class:`RunManifest` records it in ``config`` and lists its key in
+    ``location_keys``: it is not part of the run's identity. Use it only where the item
+    keys hold the content hashes of the files read under it.
+
+    Example:
+        >>> import os
+        >>> InputLocation("a/../b") == os.path.join(os.path.realpath("."), "b")
+        True
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, path: str | os.PathLike[str]) -> InputLocation:
+        return super().__new__(cls, str(Path(path).expanduser().resolve()))
+
+
 # -------------------------------------------------------------------------- manifest
 
 
@@ -150,9 +180,11 @@ class RunManifest(BaseModel):
 
     ``config`` is the run's identity: everything that changes the results should be in
     it (``benchmark``, ``benchmark_version``, ``seeds`` and ``protocol`` are compared
-    too). ``config``, ``seeds`` and ``protocol`` are normalised to plain JSON (numpy
-    values become numbers, tuples become lists) and ``config_hash`` is
-    ``content_hash(config)`` of the normalised config.
+    too), except the keys in ``location_keys`` (:class:`InputLocation` values: where
+    the inputs were found, recorded but not compared). ``config``, ``seeds`` and
+    ``protocol`` are normalised to plain JSON (numpy values become numbers, tuples
+    become lists) and ``config_hash`` is ``content_hash`` of the normalised config
+    without the location keys (:attr:`identity_config`).
 
     Attributes:
         schema_version: layout version of this file (:data:`RUN_SCHEMA_VERSION`).
@@ -163,7 +195,10 @@ class RunManifest(BaseModel):
         benchmark: benchmark name, e.g. ``cmbench``.
         benchmark_version: version of the benchmark's data and protocol.
         config: every setting that changes the results (JSON data).
-        config_hash: ``content_hash(config)``; filled in when empty.
+        location_keys: keys of ``config`` that only say where inputs were found
+            (:class:`InputLocation`); updated on resume, never compared. Older
+            run.json files without it read as ``[]``.
+        config_hash: ``content_hash(identity_config)``; filled in when empty.
         seeds: named random seeds.
         backends: backend name -> :class:`BackendRecord` (weights path and hash...).
         protocol: the protocol choices made (e.g. which judge, which thresholds).
@@ -186,6 +221,7 @@ class RunManifest(BaseModel):
     benchmark: str
     benchmark_version: str
     config: dict[str, Any] = Field(default_factory=dict)
+    location_keys: list[str] = Field(default_factory=list)
     config_hash: str = ""
     seeds: dict[str, Any] = Field(default_factory=dict)
     backends: dict[str, BackendRecord] = Field(default_factory=dict)
@@ -194,6 +230,17 @@ class RunManifest(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     finished_at: str | None = None
     calibration: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mark_locations(cls, data: Any) -> Any:
+        # InputLocation values are recognised here, before the config becomes plain JSON.
+        if isinstance(data, Mapping) and isinstance(data.get("config"), Mapping):
+            marked = [str(k) for k, v in data["config"].items() if isinstance(v, InputLocation)]
+            if marked:
+                known = list(data.get("location_keys") or [])
+                data = {**data, "location_keys": known + [k for k in marked if k not in known]}
+        return data
 
     @field_validator("config", "seeds", "protocol", "calibration", mode="before")
     @classmethod
@@ -216,9 +263,15 @@ class RunManifest(BaseModel):
             raise ValueError(f"this vidmem reads schema_version {RUN_SCHEMA_VERSION}, found {v}")
         return v
 
+    @property
+    def identity_config(self) -> dict[str, Any]:
+        """``config`` without the location keys: the part that names the run."""
+        return {k: v for k, v in self.config.items() if k not in self.location_keys}
+
     @model_validator(mode="after")
     def _hash_config(self) -> RunManifest:
-        digest = content_hash(self.config)
+        self.location_keys = sorted(k for k in set(self.location_keys) if k in self.config)
+        digest = content_hash(self.identity_config)
         if not self.config_hash:
             self.config_hash = digest
         elif self.config_hash != digest:
@@ -294,25 +347,69 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _diff_mapping(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> list[str]:
-    out = []
+Change = tuple[str, str, str]
+"""One differing setting: its dotted name, the old value and the new one (as short JSON)."""
+
+
+def _changes(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> list[Change]:
+    """One change per differing key, naming the innermost differing setting."""
+    out: list[Change] = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key, _MISSING), new.get(key, _MISSING)
-        if a is _MISSING or b is _MISSING or content_hash(a) != content_hash(b):
-            out.append(f"{prefix}{key} ({_short(a)} -> {_short(b)})")
+        if a is not _MISSING and b is not _MISSING and content_hash(a) == content_hash(b):
+            continue
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out += _changes(a, b, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", _short(a), _short(b)))
     return out
 
 
-def identity_diff(old: RunManifest, new: RunManifest) -> list[str]:
-    """What makes ``new`` a different run from ``old``: config, benchmark, seeds, protocol."""
-    diffs = _diff_mapping(old.config, new.config, "")
+def identity_changes(old: RunManifest, new: RunManifest) -> list[Change]:
+    """What makes ``new`` a different run from ``old``: config, benchmark, seeds, protocol.
+
+    Nested settings are named by dotted path (``scorer.budget``). The location keys of
+    either manifest (where the inputs were found) are not compared.
+    """
+    skip = set(old.location_keys) | set(new.location_keys)
+    changes = _changes({k: v for k, v in old.config.items() if k not in skip},
+                       {k: v for k, v in new.config.items() if k not in skip}, "")
     for name in ("benchmark", "benchmark_version"):
         a, b = getattr(old, name), getattr(new, name)
         if a != b:
-            diffs.append(f"{name} ({_short(a)} -> {_short(b)})")
-    diffs += _diff_mapping(old.seeds, new.seeds, "seeds.")
-    diffs += _diff_mapping(old.protocol, new.protocol, "protocol.")
-    return diffs
+            changes.append((name, _short(a), _short(b)))
+    changes += _changes(old.seeds, new.seeds, "seeds.")
+    changes += _changes(old.protocol, new.protocol, "protocol.")
+    return changes
+
+
+def identity_diff(old: RunManifest, new: RunManifest) -> list[str]:
+    """:func:`identity_changes` as ``name (old -> new)`` strings.
+
+    Example:
+        >>> a = RunManifest(benchmark="b", benchmark_version="1", command=[],
+        ...                 config={"root": InputLocation("/x"), "scorer": {"k": 8}})
+        >>> b = RunManifest(benchmark="b", benchmark_version="1", command=[],
+        ...                 config={"root": InputLocation("/y"), "scorer": {"k": 16}})
+        >>> identity_diff(a, b)
+        ['scorer.k (8 -> 16)']
+    """
+    return [f"{name} ({a} -> {b})" for name, a, b in identity_changes(old, new)]
+
+
+def resume_hint(changes: list[Change], *, what: str = "settings") -> str:
+    """How to go on when a run directory holds a run whose ``what`` differ (``changes``).
+
+    Example:
+        >>> print(resume_hint([("scorer.k", "8", "16")]))
+        to resume the old run, rerun with its settings (scorer.k was 8, now 16); or pass --overwrite to discard it and start over; or choose a new --out to keep both
+    """
+    # protocol entries follow from the settings: name the settings a user can pass again
+    named = [c for c in changes if not c[0].startswith("protocol.")] or changes
+    shown = "; ".join(f"{name} was {a}, now {b}" for name, a, b in named[:3])
+    more = f"; and {len(named) - 3} more" if len(named) > 3 else ""
+    return (f"to resume the old run, rerun with its {what} ({shown}{more}); or pass "
+            "--overwrite to discard it and start over; or choose a new --out to keep both")
 
 
 def backend_conflicts(

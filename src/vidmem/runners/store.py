@@ -61,8 +61,9 @@ from vidmem.runners.manifest import (
     backend_conflicts,
     backend_dict,
     git_revision,
-    identity_diff,
+    identity_changes,
     read_manifest,
+    resume_hint,
     utc_now,
 )
 from vidmem.runners.strict_json import UnstorableValueError, to_json_text
@@ -127,6 +128,20 @@ def _refuse_backend_conflicts(
             f"differing: {'; '.join(conflicts)}",
             hint="choose a new --out directory, or pass --overwrite to recompute everything",
         )
+
+
+def _with_current_locations(old: RunManifest, new: RunManifest) -> RunManifest:
+    """``old`` recording where ``new`` found its inputs (the same run, maybe moved).
+
+    The identity part of both configs is equal (checked before); the location keys take
+    the new values, and ``config_hash`` is recomputed (a run.json from before location
+    keys existed hashed its paths too).
+    """
+    keys = set(old.location_keys) | set(new.location_keys)
+    config = {**old.config, **{k: v for k, v in new.config.items() if k in keys}}
+    data = {**old.model_dump(mode="json"), "config": config,
+            "location_keys": sorted(keys), "config_hash": ""}
+    return RunManifest.model_validate(data)
 
 
 def _make_dirs(path: Path, root: Path) -> None:
@@ -240,22 +255,23 @@ class RunDir:
             return cls._create_new(root, manifest, overwrite=overwrite)
 
         old = read_manifest(run_json)
-        diffs = identity_diff(old, manifest)
-        if diffs:
+        changes = identity_changes(old, manifest)
+        if changes:
             raise StoreError(
                 f"{root}: this directory holds a run with a different configuration "
                 f"(config_hash {old.config_hash}, this run {manifest.config_hash}); "
-                f"differing: {'; '.join(diffs)}",
-                hint="choose a new --out directory, or pass --overwrite to discard the old run",
+                f"differing: {'; '.join(f'{n} ({a} -> {b})' for n, a, b in changes)}",
+                hint=resume_hint(changes),
             )
         _refuse_backend_conflicts(root, old.backends, manifest.backends)
         backends = {**old.backends, **manifest.backends}
         kept = {"backends": backends, "calibration": frozen_calibration.merge_kept(
             old.calibration, manifest.calibration)}  # frozen cuts survive --resume
+        as_read, old = old, _with_current_locations(old, manifest)
         items_missing = not (root / ITEMS_DB).exists()
         if old.status == "complete" and not items_missing:
             run = cls(root, old.model_copy(update=kept), "complete")
-            if kept["backends"] != old.backends or kept["calibration"] != old.calibration:
+            if run.manifest != as_read:
                 run.save()
             ItemStore(run.items_path, create=False).close()
             return run

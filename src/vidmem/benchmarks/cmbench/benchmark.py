@@ -25,6 +25,7 @@ from vidmem.metrics.crop_recall import group_scores
 from vidmem.metrics.kv_pruning import speedup
 from vidmem.models.loading import load_backend
 from vidmem.models.weights import weights_fingerprint
+from vidmem.runners.manifest import InputLocation
 from vidmem.runners.store import RunDir
 from vidmem.stats.bootstrap import bootstrap_mean_ci
 
@@ -211,7 +212,8 @@ class CMBench(Benchmark):
         }
 
     def run_config(self, dataset: cd.CMBenchDataset, config: ScorerConfig) -> dict[str, Any]:
-        return {"dataset_root": str(dataset.root),
+        # The root is only where the data is: item keys hold the videos' SHA-256s.
+        return {"dataset_root": InputLocation(dataset.root),
                 "metadata_sha256": file_sha256(Path(dataset.root) / "metadata.jsonl"),
                 "scorer": config.to_dict()}
 

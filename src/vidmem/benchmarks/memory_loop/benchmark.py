@@ -26,6 +26,7 @@ from vidmem.io.hashing import file_sha256
 from vidmem.models.loading import load_backend
 from vidmem.models.weights import weights_fingerprint
 from vidmem.registry import BACKENDS
+from vidmem.runners.manifest import InputLocation
 from vidmem.runners.store import RunDir
 
 NOT_CAUSAL = ("A larger half-life value is not a longer causal memory: it says only that, on "
@@ -237,7 +238,9 @@ class MemoryLoop(Benchmark):
         }
 
     def run_config(self, dataset: md.MemoryLoopDataset, config: ScorerConfig) -> dict[str, Any]:
-        return {"dataset_root": str(dataset.root), "cases_sha256": file_sha256(dataset.root / CASES_FILE),
+        # The root is only where the data is: cases.jsonl's hash is here, and the item keys
+        # hold the videos' and pose tracks' SHA-256s (scoring reads no start image).
+        return {"dataset_root": InputLocation(dataset.root), "cases_sha256": file_sha256(dataset.root / CASES_FILE),
                 "scorer": config.to_dict()}
 
     def seeds(self, config: ScorerConfig) -> dict[str, int]:

@@ -27,6 +27,7 @@ from vidmem.benchmarks.mist.config import AGENT_ARMS, MistConfig
 from vidmem.benchmarks.mist.schema import ARMS, Card
 from vidmem.errors import UserInputError
 from vidmem.io.hashing import file_sha256
+from vidmem.runners.manifest import InputLocation
 from vidmem.runners.store import RunDir
 
 NAME = "mist"
@@ -216,7 +217,8 @@ class Mist(Benchmark):
         return protocol_block(config)
 
     def run_config(self, dataset: MistDataset, config: MistConfig) -> dict[str, Any]:
-        return {"card_root": str(dataset.root), "cases": [c.case_id for c in dataset.cards],
+        # The root is only where the cards are: each item key holds its card and clip hashes.
+        return {"card_root": InputLocation(dataset.root), "cases": [c.case_id for c in dataset.cards],
                 "scorer": config.to_dict()}
 
     def seeds(self, config: MistConfig) -> dict[str, int]:

@@ -25,6 +25,7 @@ from vidmem.benchmarks.vmem_track_a.layout import FilmDir, discover_films
 from vidmem.errors import UserInputError
 from vidmem.io.hashing import file_sha256
 from vidmem.metrics import reference_evidence as ev
+from vidmem.runners.manifest import InputLocation
 from vidmem.runners.store import RunDir
 
 NAME = "vmem_track_a"
@@ -197,7 +198,9 @@ class TrackA(Benchmark):
         return protocol_block(config)
 
     def run_config(self, dataset: TrackADataset, config: ScorerConfig) -> dict[str, Any]:
-        return {"gold_root": str(dataset.root), "films": [f.film_id for f in dataset.films],
+        # The root is only where the gold is: item keys hold the gold files' SHA-256s
+        # (checked again when scored) and the video's.
+        return {"gold_root": InputLocation(dataset.root), "films": [f.film_id for f in dataset.films],
                 "scorer": config.to_dict()}
 
     def seeds(self, config: ScorerConfig) -> dict[str, int]:

@@ -27,6 +27,7 @@ from vidmem.benchmarks.vmem_track_b.config import BASELINE, PRIVILEGED, ScorerCo
 from vidmem.benchmarks.vmem_track_b.stories import Story, load_stories
 from vidmem.errors import UserInputError
 from vidmem.io.hashing import file_sha256
+from vidmem.runners.manifest import InputLocation
 from vidmem.runners.store import RunDir
 
 NAME = "vmem_track_b"
@@ -265,7 +266,8 @@ class TrackB(Benchmark):
         return block
 
     def run_config(self, dataset: TrackBDataset, config: ScorerConfig) -> dict[str, Any]:
-        return {"gold_root": str(dataset.root), "stories": [s.story_id for s in dataset.stories],
+        # The root is only where the gold is: item keys hold the gold and clip SHA-256s.
+        return {"gold_root": InputLocation(dataset.root), "stories": [s.story_id for s in dataset.stories],
                 "scorer": config.to_dict()}
 
     def seeds(self, config: ScorerConfig) -> dict[str, int]:
