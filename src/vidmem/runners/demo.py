@@ -24,6 +24,7 @@ from rich.table import Table as RichTable
 from vidmem import __version__
 from vidmem.io.framecode import decode_index, make_indexed_clip
 from vidmem.io.hashing import file_sha256
+from vidmem.io.jsonl import write_text_atomic
 from vidmem.io.video import DecodeStats, probe, read_frames, read_frames_at, write_video
 from vidmem.registry import BENCHMARKS
 from vidmem.runners.execute import WorkItem, execute
@@ -204,7 +205,7 @@ def run_demo(
     )
     result["all_checks_passed"] = all_ok
     run.set_counts({**summary.as_counts(), "rows": len(rows)})
-    (run.path / SUMMARY_JSON).write_text(json.dumps(result, indent=2))
+    write_text_atomic(run.path / SUMMARY_JSON, json.dumps(result, indent=2))
     run.set_status("complete" if all_ok else "failed")
 
     from vidmem.runners.reporting import render_run_report

@@ -48,8 +48,11 @@ def acquire(root: Path) -> Callable[[], None]:
             "again), or choose another --out; the lock goes away by itself when that "
             "process ends",
         ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:  # a full disk: the pid only helps a message, the flock is what locks
+        pass
     _HELD[key] = [fd, 1]
     return lambda: _release(key)
 

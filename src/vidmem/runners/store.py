@@ -36,9 +36,11 @@ This module holds :class:`RunDir` and re-exports the pieces it is built from, so
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -89,6 +91,7 @@ __all__ = [
 
 ITEMS_DB = "items.sqlite"
 SCORES_JSONL = "scores.jsonl"
+SUMMARY_JSON = "summary.json"
 REPORT_DIR = "report"
 
 _RUN_FILES = (
@@ -128,6 +131,64 @@ def _refuse_backend_conflicts(
             f"differing: {'; '.join(conflicts)}",
             hint="choose a new --out directory, or pass --overwrite to recompute everything",
         )
+
+
+def _temp_names() -> tuple[str, ...]:
+    """Glob patterns of the temp files vidmem's own atomic writes leave when killed."""
+    return (f".{RUN_JSON}.*.tmp", f".{SUMMARY_JSON}.*.tmp", f"{SCORES_JSONL}.tmp")
+
+
+def _remove_stale_temps(root: Path) -> None:
+    """Delete temp files a killed writer of this run left (the caller holds the lock)."""
+    for pattern in _temp_names():
+        for tmp in root.glob(pattern):
+            with contextlib.suppress(OSError):  # a leftover is harmless; never fail for it
+                tmp.unlink()
+
+
+def _items_db_is_empty(path: Path) -> bool:
+    """An ``items.sqlite`` that holds no item: empty, or only :class:`ItemStore`'s tables
+    (``meta``, ``items``) with no row in ``items``."""
+    if path.stat().st_size == 0:
+        return True
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                uri=True)) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables <= {"meta", "items"}:
+                return False
+            return "items" not in tables or not db.execute("SELECT 1 FROM items LIMIT 1").fetchone()
+    except sqlite3.Error:
+        return False
+
+
+def _is_skeleton(path: Path) -> bool:
+    """Whether ``path`` (in a folder without run.json) is part of a run vidmem began to
+    create and never finished: an empty ``report/``, a run.json temp file, or an item
+    store with no item. Anything else may be the user's and is never taken for it."""
+    name = path.name
+    if name == REPORT_DIR:
+        return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+    if any(path.match(pattern) for pattern in _temp_names()):
+        return path.is_file()
+    if name == ITEMS_DB:
+        return path.is_file() and not path.is_symlink() and _items_db_is_empty(path)
+    if name in (f"{ITEMS_DB}-wal", f"{ITEMS_DB}-shm", f"{ITEMS_DB}-journal"):
+        db = path.with_name(ITEMS_DB)
+        return not db.exists() or _is_skeleton(db)
+    return False
+
+
+def _remove_skeleton(root: Path, *, made_report: bool) -> None:
+    with contextlib.suppress(OSError):
+        if made_report:
+            (root / REPORT_DIR).rmdir()  # only when still empty
+    for name in (RUN_JSON, ITEMS_DB, f"{ITEMS_DB}-wal", f"{ITEMS_DB}-shm", f"{ITEMS_DB}-journal"):
+        path = root / name
+        if name != RUN_JSON and path.exists() and not _is_skeleton(path):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
 
 
 def _with_current_locations(old: RunManifest, new: RunManifest) -> RunManifest:
@@ -250,6 +311,7 @@ class RunDir:
                        overwrite: bool) -> RunDir:
         if overwrite:
             cls._remove_run_files(root)
+        _remove_stale_temps(root)  # under the lock, no writer of this run is alive
         run_json = root / RUN_JSON
         if not run_json.exists():
             return cls._create_new(root, manifest, overwrite=overwrite)
@@ -294,7 +356,8 @@ class RunDir:
     @classmethod
     def _create_new(cls, root: Path, manifest: RunManifest, *, overwrite: bool) -> RunDir:
         if root.is_dir() and not overwrite:
-            leftovers = sorted(p.name for p in root.iterdir() if p.name != run_lock.LOCK_FILE)
+            leftovers = sorted(p.name for p in root.iterdir()
+                               if p.name != run_lock.LOCK_FILE and not _is_skeleton(p))
             if leftovers:
                 shown = ", ".join(leftovers[:5]) + (" ..." if len(leftovers) > 5 else "")
                 raise StoreError(
@@ -303,14 +366,21 @@ class RunDir:
                     hint="choose a new --out directory, or pass --overwrite (only files "
                     "vidmem writes are replaced)",
                 )
-        _make_dirs(root / REPORT_DIR, root)
-        run = cls(
-            root,
-            manifest.model_copy(update={"status": "running", "finished_at": None, "counts": {}}),
-            "new",
-        )
-        run.save()
-        ItemStore(run.items_path, create=True).close()
+        made_report = not (root / REPORT_DIR).exists()
+        try:
+            _make_dirs(root / REPORT_DIR, root)
+            run = cls(
+                root,
+                manifest.model_copy(update={"status": "running", "finished_at": None,
+                                            "counts": {}}),
+                "new",
+            )
+            run.save()
+            ItemStore(run.items_path, create=True).close()
+        except BaseException:
+            # e.g. a full disk: take back the skeleton, so the directory is as it was
+            _remove_skeleton(root, made_report=made_report)
+            raise
         return run
 
     @staticmethod
@@ -443,9 +513,24 @@ class RunDir:
             ) from None
 
     def summary(self) -> dict[str, Any]:
-        """``summary.json`` as a dict; ``{}`` when the run has not finished scoring."""
-        path = self.path / "summary.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        """``summary.json`` as a dict; ``{}`` when the run has not finished scoring.
+
+        Raises:
+            StoreError: the file is unreadable or not a JSON object (e.g. truncated).
+        """
+        path = self.path / SUMMARY_JSON
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreError(f"{path}: cannot read the summary ({exc}); the file may have "
+                             "been truncated", hint="rerun the run's command with --resume to "
+                             "write it again (finished items are not computed again)") from None
+        if not isinstance(data, dict):
+            raise StoreError(f"{path}: expected a JSON object, found {type(data).__name__}",
+                             hint="rerun the run's command with --resume to write it again")
+        return data
 
     def scores(self) -> list[dict[str, Any]]:
         """Read ``scores.jsonl``.

@@ -5,6 +5,10 @@ made it (a request's prompt, seed, format, start image's SHA-256 and the generat
 identity; or the clip a PNG was taken from) and the file's SHA-256, written atomically
 after each file. A file is finished when its key is unchanged and the file on disk still
 has the recorded SHA-256 (:meth:`Progress.done`).
+
+Every file here is written beside its target under a hidden temp name and renamed over
+it; the temp files a killed writer left (:data:`PARTIAL_PATTERNS`) are removed when the
+case's rollout starts again (:class:`Progress`).
 """
 
 from __future__ import annotations
@@ -20,13 +24,44 @@ from vidmem.generators.requests import GenerationRequest
 from vidmem.io.hashing import content_hash, file_sha256
 from vidmem.io.safe_paths import inside
 
-__all__ = ["LOOP_VERSION", "PROGRESS", "Progress", "copy_clip", "generate_clip",
-           "last_frame_png", "read_progress", "request_key", "write_json",
-           "write_last_frame"]
+__all__ = ["LOOP_VERSION", "PARTIAL_PATTERNS", "PROGRESS", "Progress", "copy_clip",
+           "generate_clip", "last_frame_png", "read_progress", "remove_partials",
+           "request_key", "write_json", "write_last_frame"]
 
 #: bumped whenever a case's clips would change for the same generator and cards
 LOOP_VERSION = "1"
 PROGRESS = "progress.json"
+
+#: temp names of the writes into a case folder: a clip being encoded
+#: (:func:`vidmem.io.video.write_video`), a last-frame PNG, a copied clip, progress.json
+PARTIAL_PATTERNS = (".*.partial-*", ".*.partial.png", ".*.partial", f".{PROGRESS}.*.tmp")
+
+
+def remove_partials(folder: Path) -> list[Path]:
+    """Delete the temp files killed writers left anywhere under the case ``folder``.
+
+    Only vidmem's own hidden temp names (:data:`PARTIAL_PATTERNS`) are touched. The
+    caller must be the case's only writer (one rollout per case, in a locked run).
+
+    Returns:
+        The files removed.
+
+    Example:
+        >>> import tempfile
+        >>> case = Path(tempfile.mkdtemp())
+        >>> (case / "arm").mkdir()
+        >>> for name in ("arm/.try_0.partial-12-34.mp4", "arm/try_0.mp4", "notes.partial"):
+        ...     _ = (case / name).write_bytes(b"x")
+        >>> [p.name for p in remove_partials(case)], sorted(p.name for p in case.rglob("*.*"))
+        (['.try_0.partial-12-34.mp4'], ['notes.partial', 'try_0.mp4'])
+    """
+    removed = []
+    for pattern in PARTIAL_PATTERNS:
+        for path in Path(folder).rglob(pattern):
+            if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def read_progress(folder: Path) -> dict[str, Any]:
@@ -83,6 +118,7 @@ class Progress:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        remove_partials(folder)  # the case's rollout (re)starts: no writer is alive here
         self.entries = read_progress(folder)
         self.generated = 0
 
