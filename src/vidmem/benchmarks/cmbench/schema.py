@@ -21,7 +21,10 @@ __all__ = [
     "BENCHMARK",
     "CLIP_FIELDS",
     "CLIP_IDS",
+    "MAX_FRAME_INDEX",
     "MAX_LISTED_ERRORS",
+    "MAX_REFERENCES",
+    "MAX_REFERENCE_SECONDS",
     "METADATA_FILE",
     "REFERENCE_FIELDS",
     "TASK_FIELDS",
@@ -53,6 +56,15 @@ TASK_FIELDS = (
     "references",
 )
 REFERENCE_FIELDS = ("timestamp_seconds", "frame_index", "bbox_xyxy_normalized")
+
+# Input limits (errors): a reference points into a context video of about a minute
+# (PROTOCOLS.md section 3); a value far past any such video is a typo or a hostile row.
+#: the latest reference time, seconds: an hour is sixty times the release's context videos
+MAX_REFERENCE_SECONDS = 3600.0
+#: the largest reference frame index: an hour at 240 fps
+MAX_FRAME_INDEX = 3600 * 240
+#: the most references one task may hold (the release's tasks hold one or a few)
+MAX_REFERENCES = 100
 CLIP_FIELDS = ("clip_id", "clip_prompt")
 
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from vidmem.benchmarks.cmbench.schema import (
     CLIP_FIELDS,
     CLIP_IDS,
+    MAX_FRAME_INDEX,
+    MAX_REFERENCE_SECONDS,
+    MAX_REFERENCES,
     METADATA_FILE,
     REFERENCE_FIELDS,
     TASK_FIELDS,
@@ -204,6 +207,10 @@ class TaskRowChecker(RowChecker):
         if not refs:
             self.error("references", "must not be empty; every task needs a reference")
             return
+        if len(refs) > MAX_REFERENCES:
+            self.error("references", f"{len(refs)} references, more than vidmem's limit of "
+                       f"{MAX_REFERENCES} per task (README, 'Input limits')")
+            return
         for k, ref in enumerate(refs):
             name = f"references[{k}]"
             if not isinstance(ref, dict):
@@ -219,20 +226,21 @@ class TaskRowChecker(RowChecker):
             ts = ref.get("timestamp_seconds")
             if "timestamp_seconds" not in ref:
                 self.error(f"{name}.timestamp_seconds", "missing")
-            elif not is_finite_number(ts) or ts < 0:
+            elif not is_finite_number(ts) or not 0 <= ts <= MAX_REFERENCE_SECONDS:
                 self.error(
                     f"{name}.timestamp_seconds",
-                    f"expected a finite number of seconds >= 0, found {excerpt(ts)}",
+                    f"expected a finite number of seconds >= 0, found {excerpt(ts)}; at most "
+                    f"{MAX_REFERENCE_SECONDS:g} (vidmem's input limit)",
                 )
             if "frame_index" not in ref:
                 self.warn(f"{name}.frame_index", "missing; read as null (seek by timestamp)")
             else:
                 fi = ref["frame_index"]
-                if fi is not None and (not is_int(fi) or fi < 0):
+                if fi is not None and (not is_int(fi) or not 0 <= fi <= MAX_FRAME_INDEX):
                     self.error(
                         f"{name}.frame_index",
                         f"expected null or an integer >= 0, found {type_name(fi)} "
-                        f"{excerpt(fi)}",
+                        f"{excerpt(fi)}; at most {MAX_FRAME_INDEX} (vidmem's input limit)",
                     )
             if "bbox_xyxy_normalized" not in ref:
                 self.error(f"{name}.bbox_xyxy_normalized", "missing")

@@ -43,6 +43,8 @@ __all__ = [
     "BENCHMARK_VERSION",
     "CASES_FILE",
     "CASE_FIELDS",
+    "MAX_DURATION_SECONDS",
+    "MAX_FPS",
     "MAX_LISTED_ERRORS",
     "OPTIONAL_FIELDS",
     "MemoryLoopCase",
@@ -60,6 +62,13 @@ BENCHMARK_VERSION = "1.3"
 CASES_FILE = "cases.jsonl"
 CASE_FIELDS = ("case_id", "start_image", "loop_id", "prompt", "duration_seconds", "fps")
 OPTIONAL_FIELDS = ("poses",)
+
+# Input limits (errors): a case asks a generator for one rollout that vidmem decodes whole;
+# a value far past any loop is a typo or a hostile row, and would start hours of encoding.
+#: the longest rollout, seconds: the protocol's loops last 60 s; ten minutes is ten loops
+MAX_DURATION_SECONDS = 600.0
+#: the highest frame rate: past every generator's output (the protocol asks 8-30 fps)
+MAX_FPS = 120.0
 
 
 class MemoryLoopCase(BaseModel):

@@ -7,7 +7,8 @@ expected, what was found and how to fix it. Errors block loading; warnings do no
 * errors: a missing required field; a ``case_id`` that is empty or not a safe file name
   (it names ``<case_id>.mp4``); a duplicate ``case_id``; an unknown ``loop_id`` (with
   "did you mean"); an empty ``prompt``; ``duration_seconds`` or ``fps`` not a finite
-  number > 0; a ``start_image`` or ``poses`` path that is absolute, leaves the root
+  number > 0 (at most :data:`~.schema.MAX_DURATION_SECONDS` and :data:`~.schema.MAX_FPS`:
+  the input limits); a ``start_image`` or ``poses`` path that is absolute, leaves the root
   (``..``, or a symbolic link to a file outside it; links of a Hugging Face snapshot
   into its own cache repository are fine) or names no file.
 * warnings: unknown fields (kept on the case as extras); a ``prompt`` that is not the
@@ -25,6 +26,8 @@ from vidmem.benchmarks.jsonl_dataset import RowChecker, RowValidationReport, exc
 from vidmem.benchmarks.memory_loop.schema import (
     CASE_FIELDS,
     CASES_FILE,
+    MAX_DURATION_SECONDS,
+    MAX_FPS,
     OPTIONAL_FIELDS,
     Problem,
 )
@@ -67,13 +70,14 @@ class CaseRowChecker(RowChecker):
             return None
         return v
 
-    def _positive(self, name: str, example: str) -> None:
+    def _positive(self, name: str, example: str, limit: float) -> None:
         if name not in self.obj:
             return
         v = self.obj[name]
-        if not is_finite_number(v) or v <= 0:
-            self.error(name, f"expected a finite number > 0, found {type_name(v)} {excerpt(v)}; "
-                       f"write e.g. \"{name}\": {example}")
+        if not is_finite_number(v) or not 0 < v <= limit:
+            self.error(name, f"expected a finite number > 0 and at most {limit:g} (vidmem's "
+                       f"input limit), found {type_name(v)} {excerpt(v)}; write e.g. "
+                       f"\"{name}\": {example}")
 
     def _path(self, name: str, what: str, noun: str, example: str) -> str | None:
         value = self._text(name)
@@ -106,8 +110,8 @@ class CaseRowChecker(RowChecker):
             self.warn("prompt", f"{excerpt(prompt)} is not the prompt target of {loop_id} "
                       f"({LOOPS[loop_id].prompt!r}); generators that recognise the targets "
                       "(e.g. sim) will not perform the loop")
-        self._positive("duration_seconds", "60.0")
-        self._positive("fps", "8.0")
+        self._positive("duration_seconds", "60.0", MAX_DURATION_SECONDS)
+        self._positive("fps", "8.0", MAX_FPS)
         if obj.get("poses") is not None:
             self._path("poses", "pose tracks", "pose track", "poses/case_001.json")
         return self.problems

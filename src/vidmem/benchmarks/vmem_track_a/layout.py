@@ -47,11 +47,14 @@ class FilmDir:
         film_id: the folder's name.
         dataset: the name of the folder that holds it.
         path: the film folder (it holds ``gold/``).
+        root: the gold root it was found under (``None``: the film folder itself); its
+            gold files must lie inside it (no symbolic link out of it).
     """
 
     film_id: str
     dataset: str
     path: Path
+    root: Path | None = None
 
     @property
     def gold_dir(self) -> Path:
@@ -131,12 +134,13 @@ def discover_films(root: str | Path) -> tuple[list[FilmDir], list[Problem]]:
             f"mixes film folders ({', '.join(f.name for f in films[:5])}) and dataset folders "
             f"({', '.join(d.name for d in datasets[:5])}); expected one layout; {_LAYOUT_HINT}"))]
     if films:
-        return [FilmDir(f.name, resolved.name, f) for f in films], []
+        return [FilmDir(f.name, resolved.name, f, root) for f in films], []
     if not datasets:
         return [], [Problem(where, "", (
             f"no Track-A gold found: looked for {root}/gold, {root}/<film>/gold and "
             f"{root}/<dataset>/<film>/gold; {_LAYOUT_HINT}"))]
-    found = [FilmDir(f.name, d.name, f) for d in datasets for f in _subdirs(d) if _is_film(f)]
+    found = [FilmDir(f.name, d.name, f, root) for d in datasets for f in _subdirs(d)
+             if _is_film(f)]
     seen: dict[str, FilmDir] = {}
     problems: list[Problem] = []
     for film in found:

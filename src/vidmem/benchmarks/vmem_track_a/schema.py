@@ -45,6 +45,8 @@ __all__ = [
     "ENTITY_KINDS",
     "FILES",
     "LANGS",
+    "MAX_FILM_SECONDS",
+    "MAX_ITEMS",
     "REQUIREMENTS",
     "SCENARIO_TAGS",
     "AnnotationChunk",
@@ -76,7 +78,16 @@ REQUIREMENTS = ("introduce", "continuity")
 #: scenario tags of the release's schema document (others load, with a warning)
 SCENARIO_TAGS = ("none", "re-appearance", "multi-instance", "scene-return", "state-change")
 
-Seconds = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+# Input limits (errors): a film is at most a feature film, and vidmem decodes the frames the
+# gold's spans name; a time or a list far past any film is a typo or a hostile file.
+#: the latest time a gold file may name, seconds: six hours is past every feature film the
+#: release draws on (the sample films end at 463 s and 144 s; LSMDC films run 1.5-3 h)
+MAX_FILM_SECONDS = 6 * 3600.0
+#: the most chunks (or registry entities) one gold file may list: a 6-hour film in chunks
+#: of 5 s or more (the sample: 44 chunks over 463 s) has under 5,000
+MAX_ITEMS = 5_000
+
+Seconds = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_FILM_SECONDS)]
 ChunkId = Annotated[StrictInt, Field(ge=0)]
 Id = Annotated[StrictStr, Field(min_length=1)]
 

@@ -5,7 +5,11 @@ film id and file (``spring/gold/chunk_annotations.json``) and whose ``field`` is
 into the file (``chunks[3].seconds_span``). Errors block loading; warnings do not.
 
 Errors: no gold found under the root, or a film id in two datasets (see
-:mod:`~vidmem.benchmarks.vmem_track_a.layout`); ``lang="en"`` for a film with no English
+:mod:`~vidmem.benchmarks.vmem_track_a.layout`); a film id (folder name) that is not a safe
+file name (:func:`vidmem.io.safe_paths.id_problem`); a gold file that is a symbolic link
+(or lies under one) to a file outside the gold root; a chunk file with no chunks, a file
+with more than :data:`~vidmem.benchmarks.vmem_track_a.schema.MAX_ITEMS` items, or a time
+outside [0, ``MAX_FILM_SECONDS``]; ``lang="en"`` for a film with no English
 variant; a missing file, one that is not UTF-8 or not JSON, or not an object with its
 list (``chunks``, ``entities``); a field the protocol uses that is missing or of the
 wrong type (see :mod:`~vidmem.benchmarks.vmem_track_a.schema`), a span with end <= start,
@@ -49,11 +53,14 @@ from vidmem.benchmarks.vmem_track_a.schema import (
     ANNOTATIONS_FILE,
     FILES,
     INDEX_FILE,
+    MAX_FILM_SECONDS,
+    MAX_ITEMS,
     REGISTRY_FILE,
     AnnotationChunk,
     IndexChunk,
     RegistryEntity,
 )
+from vidmem.io.safe_paths import SAFE_ID_RULE, id_problem, link_escape
 from vidmem.values import is_int, type_name
 
 __all__ = ["CheckedFilm", "TrackAValidation", "check_film", "validate_film", "validate_gold"]
@@ -105,6 +112,9 @@ def _pydantic_message(err: dict[str, Any]) -> str:
         close = difflib.get_close_matches(value.strip().lower(), ["character", "prop", "location"], 1)
         guess = f"; did you mean {close[0]!r}?" if close else ""
     fix = f"; fix: {_HINTS[named]}" if named else ""
+    if err["type"] in ("less_than_equal", "greater_than_equal"):  # the input limits
+        fix += (f" (vidmem reads times from 0 to {MAX_FILM_SECONDS:g} s only: README, "
+                "'Input limits')")
     return f"{msg[0].lower()}{msg[1:]}{found}{guess}{fix}"
 
 
@@ -134,6 +144,9 @@ def _read(checked: CheckedFilm, name: str) -> None:
                 f"; copy the film's gold files from the release into {path.parent}")
         checked.error(name, "", f"missing file{hint}")
         return
+    if (why := _escapes(checked, path)) is not None:
+        checked.error(name, "", why)
+        return
     data = path.read_bytes()
     checked.sha256[name] = hashlib.sha256(data).hexdigest()
     try:
@@ -156,6 +169,14 @@ def _read(checked: CheckedFilm, name: str) -> None:
                  f"an object without '{key}'")
         checked.error(name, key, f"expected an object with a '{key}' array, found {found}")
         return
+    if len(items) > MAX_ITEMS:
+        checked.error(name, key, f"{len(items)} items, more than vidmem's limit of {MAX_ITEMS} "
+                      "per film (README, 'Input limits'); is this the gold of one film?")
+        return
+    if not items and name != REGISTRY_FILE:
+        checked.error(name, key, f"holds no {key}: a film's gold needs its chunks; copy the "
+                      "file again from the release")
+        return
     good, id_key = [], "entity_id" if name == REGISTRY_FILE else "chunk_id"
     ids = checked.ids.setdefault(name, set())
     for i, item in enumerate(items):
@@ -177,9 +198,27 @@ def _read(checked: CheckedFilm, name: str) -> None:
     checked.parsed[name] = good
 
 
+def _escapes(checked: CheckedFilm, path: Path) -> str | None:
+    """Why a gold file may not be read (a link out of the gold root), or ``None``."""
+    root = checked.film.root if checked.film.root is not None else checked.film.path
+    try:
+        real = link_escape(root, path)
+    except (OSError, ValueError) as exc:  # a link loop
+        return f"cannot be resolved ({exc}); fix or remove the symbolic link"
+    if real is None:
+        return None
+    return (f"leads through a symbolic link to {excerpt(str(real), 200, quote=False)}, outside "
+            f"the gold root {root}; gold files must lie inside it: copy the file into the "
+            "film's folder (or link the whole root instead)")
+
+
 def check_film(film: FilmDir, lang: str) -> CheckedFilm:
     """Read and check one film's gold files in ``lang``; the problems are on the result."""
     checked = CheckedFilm(film, check_lang(lang), gold_files(film.gold_dir, lang))
+    if (why := id_problem(film.film_id)) is not None:  # it names the film's output folders
+        checked.problems.append(Problem(film.film_id, "", (
+            f"the film id (its folder's name) is not a safe file name: {why}; it names the "
+            f"film's files in a run; fix: rename the folder using {SAFE_ID_RULE}")))
     if lang != "zh" and not has_variant(film.gold_dir, lang):
         variant = film.gold_dir / VARIANT_DIR / lang
         checked.problems.append(Problem(

@@ -53,6 +53,7 @@ from vidmem.errors import UserInputError
 
 __all__ = [
     "CONTROL_PROBES", "ENTITY_KINDS", "FOLDERS", "FORBIDDEN_REASONS", "GT_DIR", "HARD_PROBES",
+    "MAX_COUNT", "MAX_ENTITIES", "MAX_SEGMENTS", "MAX_SEGMENT_SECONDS",
     "OFFICIAL_COHORT", "OFFICIAL_SEGMENTS", "OPS", "PROBES", "PROMPTS_DIR", "REGISTER",
     "REMOVAL_REASONS", "SOURCE_DIR", "STRESS_FAMILIES", "CastItem", "EntityDef",
     "ForbiddenItem", "GtFile", "GtSegment", "PromptSegment", "PromptsFile", "SourceFile",
@@ -97,12 +98,29 @@ OFFICIAL_SEGMENTS = 2824
 _SEG = re.compile(r"^seg_(\d{3,})$")
 _STEM = re.compile(r"^(\d+)(?:_|$)")
 
+# Input limits (errors): every story is a sequence of short generator calls that vidmem
+# asks a judge about; a value far past anything a story can mean is a typo or a hostile
+# file (a duration of 1e308 s, a count of 1e30), and is refused rather than warned about.
+#: a segment's longest duration, seconds: the release's segments are 5 s
+#: (params.segment_sec; others warn); a minute is past every generator's clip
+MAX_SEGMENT_SECONDS = 60.0
+#: the most segments one story may hold: the release's 30 stories hold 2,824 (the sample
+#: story 87); a thousand 5-s segments is over an hour of video
+MAX_SEGMENTS = 1_000
+#: the largest count an entity may be asked for: the sample story's counts are 2-5 and a judge
+#: reads a count off one clip
+MAX_COUNT = 100
+#: the most entities one story may define (and list in one segment's cast or forbidden):
+#: the sample story has 19; every entity is a line of the judge's roster
+MAX_ENTITIES = 500
+
 Text = StrictStr
 Name = Annotated[StrictStr, Field(min_length=1)]
 SegId = Annotated[StrictStr, Field(pattern=r"^seg_\d{3,}$")]
-Seconds = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
-Gap = Annotated[StrictInt, Field(ge=0)]
-Count = Annotated[StrictInt, Field(ge=1)]
+Seconds = Annotated[float, Field(strict=True, gt=0, le=MAX_SEGMENT_SECONDS,
+                                 allow_inf_nan=False)]
+Gap = Annotated[StrictInt, Field(ge=0, le=MAX_SEGMENTS)]
+Count = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
 
 
 def segment_id(number: int) -> str:
@@ -271,15 +289,15 @@ class GtSegment(_Item):
     transition: Text = ""
     action: Text
     memory_probes: list[Name]
-    cast: list[CastItem]
-    forbidden: list[ForbiddenItem]
+    cast: Annotated[list[CastItem], Field(max_length=MAX_ENTITIES)]
+    forbidden: Annotated[list[ForbiddenItem], Field(max_length=MAX_ENTITIES)]
     lookalike_active: list[LookalikeActive] = []
 
 
 class Params(_Item):
     segment_sec: Seconds
-    gap_long_threshold: Annotated[StrictInt, Field(ge=1)]
-    avoidance_probe_window: Annotated[StrictInt, Field(ge=0)]
+    gap_long_threshold: Annotated[StrictInt, Field(ge=1, le=MAX_SEGMENTS)]
+    avoidance_probe_window: Annotated[StrictInt, Field(ge=0, le=MAX_SEGMENTS)]
 
 
 class LookalikePair(_Item):
@@ -294,10 +312,10 @@ class GtFile(_Item):
     gt_version: Text = ""
     title: Text = ""
     params: Params
-    entities: dict[StrictStr, Any]
+    entities: Annotated[dict[StrictStr, Any], Field(max_length=MAX_ENTITIES)]
     state_machines: dict[StrictStr, list[Name]] = {}
     lookalike_pairs: list[LookalikePair] = []
-    segments: list[Any]
+    segments: Annotated[list[Any], Field(max_length=MAX_SEGMENTS)]
     summary: dict[StrictStr, Any] | None = None
     warnings: list[Text] = []
 
@@ -321,7 +339,7 @@ class SourceFile(_Item):
     story_id: Name
     entities: dict[StrictStr, Any]
     state_machines: dict[StrictStr, list[Name]] = {}
-    scenes: list[Any]
+    scenes: Annotated[list[Any], Field(max_length=MAX_SEGMENTS)]
 
 
 class PromptSegment(_Item):
@@ -338,5 +356,5 @@ class PromptsFile(_Item):
     #: the file's ``register`` (``BaseModel`` already has a ``register`` attribute)
     prompt_register: Text = Field(REGISTER, alias="register")
     n_segments: StrictInt | None = None
-    segments: list[Any]
+    segments: Annotated[list[Any], Field(max_length=MAX_SEGMENTS)]
     warnings: list[Any] = []

@@ -172,6 +172,7 @@ def _segment(c: CheckedStory, i: int, seg: GtSegment, pairs: set[tuple[str, ...]
     here, n, seen = f"segments[{i}]", i + 1, set()
     for j, item in enumerate(seg.cast):
         _cast(c, f"{here}.cast[{j}]", n, item, seen)
+    banned: dict[str, int] = {}
     for j, f in enumerate(seg.forbidden):
         at = f"{here}.forbidden[{j}]"
         if f.eid not in c.eids:
@@ -179,6 +180,11 @@ def _segment(c: CheckedStory, i: int, seg: GtSegment, pairs: set[tuple[str, ...]
         elif f.eid in seen:
             c.error(GT_DIR, f"{at}.eid", f"{f.eid} is both in the cast and forbidden here; an "
                     "entity is required or forbidden in a segment, not both")
+        if f.eid in banned:  # the official tally counts every entry: a repeat counts twice
+            c.error(GT_DIR, f"{at}.eid", f"{f.eid} is forbidden twice in this segment (also "
+                    f"{here}.forbidden[{banned[f.eid]}]); the official scorer would count it "
+                    "twice: list it once")
+        banned.setdefault(f.eid, j)
         ground = segment_number(f.grounded_by)
         if f.reason in REMOVAL_REASONS and (ground is None or ground >= n):
             c.error(GT_DIR, f"{at}.grounded_by", (
@@ -330,6 +336,9 @@ def label_leaks(prompt: str) -> list[str]:
 def check_rules(c: CheckedStory) -> None:
     """Add the cross-item and cross-file problems of one story (what parsed is checked)."""
     n_gt = len(c.items(GT_DIR, "segments"))
+    if GT_DIR in c.raw and isinstance(c.raw[GT_DIR].get("segments"), list) and not n_gt:
+        c.error(GT_DIR, "segments", "holds no segments: a story needs its gold segments; copy "
+                "the file again from the release")
     if (why := id_problem(c.stem)) is not None:  # it names RUN/rollouts/<story>/
         c.error(GT_DIR, "story_id", f"not a safe file name: {why} (the story id names the "
                 f"story's folder of clips); fix: rename the story's files using {SAFE_ID_RULE}")

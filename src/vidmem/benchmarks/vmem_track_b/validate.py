@@ -8,12 +8,17 @@ Each :class:`~vidmem.benchmarks.contract.Problem` names the file relative to the
 (``gt/0001_lighthouse_keeper.json``) and a path into it (``segments[3].cast[0].eid``).
 
 Errors (they block loading): no story folders; a file name without a story id, two
-stories with one id, a selected id with no story; a missing file, one that is not UTF-8
-JSON or not an object; a field the protocol reads that is missing or of the wrong type
+stories with one id, a selected id with no story; a story id (file stem) that is not a
+safe file name (:func:`vidmem.io.safe_paths.id_problem`: it names the story's folder of
+clips); a missing file, a file that is a symbolic link (or lies under one) to a file
+outside the story root, one that is not UTF-8 JSON or not an object; a gold file with no
+segments; a value past an input limit (:data:`.schema.MAX_SEGMENT_SECONDS`,
+``MAX_SEGMENTS``, ``MAX_COUNT``, ``MAX_ENTITIES``: README, 'Input limits'); a field the protocol reads that is missing or of the wrong type
 (an unknown ``op``, forbidden ``reason`` or ``kind`` included); segment ids that are
 0-indexed, have gaps, repeat or run out of order; an eid in ``cast``, ``forbidden``,
 ``confusable_with``, ``anchor.resolves_to``, ``lookalike_active`` or ``state_machines``
-that ``entities`` does not define; an entity both in the cast and forbidden; a state
+that ``entities`` does not define; an entity both in the cast and forbidden, or twice
+in one segment's ``forbidden`` (the official tally would count it twice); a state
 label the entity does not have; a ``last_seen`` or removal ``grounded_by`` that is not an
 earlier segment; a look-alike pair that ``lookalike_pairs`` does not declare; an unknown
 ``memory_probes`` label; a ``story_id`` that is not the file stem; ``gt_source`` with
@@ -63,6 +68,7 @@ from vidmem.benchmarks.vmem_track_b.schema import (
     story_number,
 )
 from vidmem.benchmarks.vmem_track_b.story_rules import CheckedStory, check_ids, check_rules
+from vidmem.io.safe_paths import allowed_link_targets, link_escape
 from vidmem.values import type_name
 
 __all__ = ["CheckedStory", "TrackBValidation", "check_stories", "validate_stories"]
@@ -143,11 +149,22 @@ def _select(found: dict[str, dict[str, Path]], stories: Any,
     return checked, problems
 
 
-def _read(c: CheckedStory, folder: str) -> None:
+def _read(c: CheckedStory, folder: str, root: Path, bases: tuple[Path, ...]) -> None:
     path = c.files.get(folder)
     if path is None:
         c.error(folder, "", f"missing file: expected {folder}/{c.name(folder)} next to the "
                 "story's other files; " + _FIX_FILES)
+        return
+    try:
+        real = link_escape(root, path, bases)
+    except (OSError, ValueError) as exc:  # a link loop
+        c.error(folder, "", f"cannot be resolved ({exc}); fix or remove the symbolic link")
+        return
+    if real is not None:
+        c.error(folder, "", f"leads through a symbolic link to "
+                f"{excerpt(str(real), 200, quote=False)}, outside the story root {root}; story "
+                "files must lie inside it: copy the file into the root (or link the whole "
+                "root instead)")
         return
     data = path.read_bytes()
     c.sha256[folder] = hashlib.sha256(data).hexdigest()
@@ -171,6 +188,8 @@ def _read(c: CheckedStory, folder: str) -> None:
 
 _FIELD = re.compile(r"^[a-z_][a-z0-9_]*$")
 _TAGS = {"str", "list", "dict", "int", "bool", "float"}
+#: pydantic error types of the input limits (:data:`.schema.MAX_SEGMENT_SECONDS` and others)
+_LIMIT_ERRORS = ("less_than_equal", "too_long", "finite_number")
 _CHOICES = {"op": OPS, "reason": FORBIDDEN_REASONS, "kind": ENTITY_KINDS}
 _HINTS = {
     "count": "write a whole number >= 1, e.g. 3",
@@ -206,6 +225,9 @@ def _message(err: dict[str, Any]) -> str:
     if err["type"] == "string_pattern_mismatch":
         text += "; write segment ids as 'seg_' and three digits, 1-indexed: 'seg_001'"
     hint = next((_HINTS[p] for p in reversed(err["loc"]) if p in _HINTS), None)
+    if err["type"] in _LIMIT_ERRORS:
+        hint = (f"{hint} " if hint else "") + ("(within vidmem's input limits for Track-B: "
+                                               "README, 'Input limits')")
     return f"{text}; fix: {hint}" if hint else text
 
 
@@ -232,9 +254,9 @@ def _model(c: CheckedStory, folder: str, model: type[BaseModel], obj: Any, prefi
         return None
 
 
-def _parse(c: CheckedStory) -> None:
+def _parse(c: CheckedStory, root: Path, bases: tuple[Path, ...]) -> None:
     for folder in FOLDERS:
-        _read(c, folder)
+        _read(c, folder, root, bases)
     if GT_DIR in c.raw:
         c.gt = _model(c, GT_DIR, GtFile, c.raw[GT_DIR])
         ents = c.raw[GT_DIR].get("entities")
@@ -271,8 +293,9 @@ def check_stories(root: str | Path, stories: Any = None) -> tuple[Path, list[Che
     if not found:
         more.append(Problem(str(base), "", "no story files found: expected "
                             "gt/<NNNN>_<name>.json with its gt_source/ and sut_prompts/ files"))
+    bases = allowed_link_targets(base)
     for c in checked:
-        _parse(c)
+        _parse(c, base, bases)
         check_ids(c, GT_DIR, c.segments, len(c.items(GT_DIR, "segments")))
         check_ids(c, PROMPTS_DIR, c.prompt_segments, len(c.items(PROMPTS_DIR, "segments")))
         check_rules(c)
