@@ -13,9 +13,10 @@ safe file name (:func:`vidmem.io.safe_paths.id_problem`: it names the story's fo
 clips); a missing file, a file that is a symbolic link (or lies under one) to a file
 outside the story root, one that is not UTF-8 JSON or not an object; a gold file with no
 segments; a value past an input limit (:data:`.schema.MAX_SEGMENT_SECONDS`,
-``MAX_SEGMENTS``, ``MAX_COUNT``, ``MAX_ENTITIES``: README, 'Input limits'); a field the protocol reads that is missing or of the wrong type
-(an unknown ``op``, forbidden ``reason`` or ``kind`` included); segment ids that are
-0-indexed, have gaps, repeat or run out of order; an eid in ``cast``, ``forbidden``,
+``MAX_SEGMENTS``, ``MAX_COUNT``, ``MAX_ENTITIES``: README, 'Input limits'); a field the
+protocol reads that is missing or of the wrong type (an unknown ``op``, forbidden
+``reason`` or ``kind`` included); segment ids that are 0-indexed, have gaps, repeat or run
+out of order; an eid in ``cast``, ``forbidden``,
 ``confusable_with``, ``anchor.resolves_to``, ``lookalike_active`` or ``state_machines``
 that ``entities`` does not define; an entity both in the cast and forbidden, or twice
 in one segment's ``forbidden`` (the official tally would count it twice); a state
