@@ -107,6 +107,26 @@ def test_t_half_beyond_gaps_flags_extrapolated_fits():
     assert fit_half_life([1, 2, 3], [0.9, 0.8, 0.7]).details["t_half_beyond_gaps"] is None
 
 
+def test_t_half_below_gaps_flags_fits_that_halve_before_the_first_gap():
+    # Hand-computed: f = 0.6 e^(-dt / 2) + 0.3 observed at 4..30 s. tau = 2 s, so
+    # t_half = 2 ln 2 = 1.386 s, shorter than the shortest gap (4 s): an extrapolation
+    # below the data, flagged like one beyond it; the status stays official.
+    gaps = np.linspace(4.0, 30.0, 10)
+    fit = fit_half_life(gaps, _curve(gaps, 0.6, 2.0, 0.3))
+    assert fit.status == "official"
+    assert fit.details["t_half"] == pytest.approx(2.0 * math.log(2.0), rel=1e-6)
+    assert fit.details["t_half_below_gaps"] is True
+    assert fit.details["t_half_beyond_gaps"] is False
+    # tau 10 s on 1-30 s: t_half 6.9 s lies inside the gaps, neither flag.
+    inside = np.linspace(1.0, 30.0, 12)
+    assert fit_half_life(inside, _curve(inside, 0.6, 10.0, 0.3)).details["t_half_below_gaps"] is False
+    # The same tau seen only from 8 s on: 6.9 s < 8 s, flagged.
+    late = np.linspace(8.0, 30.0, 12)
+    assert fit_half_life(late, _curve(late, 0.6, 10.0, 0.3)).details["t_half_below_gaps"] is True
+    # No fit, no flag.
+    assert fit_half_life([1, 2, 3], [0.9, 0.8, 0.7]).details["t_half_below_gaps"] is None
+
+
 def test_amplitude_at_zero_overflow_reports_centred_amplitude():
     # Gaps far from 0 relative to tau: a * e^(1e6 / 10) overflows float64.
     gaps = 1e6 + np.linspace(1.0, 30.0, 12)

@@ -56,7 +56,11 @@ How the fit is done (all choices are written here so a result can be reproduced)
   only at a gap longer than any in the data, so that ``t_half`` extends the curve's
   shape beyond what was observed (over a narrow span a nearly straight line passes
   every check with a very long ``tau``). It is a diagnostic only; it never changes the
-  status.
+  status. ``t_half_below_gaps`` is its mirror image: ``t_half`` is shorter than the
+  shortest observed gap, so the curve had already fallen past half its amplitude
+  before the first pair and ``t_half`` extends its shape *below* the data (a fit on
+  gaps of 28-60 s that reports ``t_half = 3 s``). It is as unidentifiable as the
+  other, flagged the same way and also never changes the status.
 """
 
 from __future__ import annotations
@@ -124,7 +128,8 @@ class HalfLifeFit:
             the amplitude, 0.0 unless that overflows), ``a_centred``, ``gap_centre``
             (s, the mean gap), ``sse`` (sum of squared residuals, fidelity units),
             ``a_note``, ``t_half_beyond_gaps`` (``t_half > gap_max``; ``None``
-            without a fitted ``tau``) and ``failed_check``. Fit numbers stay in ``details`` for a
+            without a fitted ``tau``), ``t_half_below_gaps`` (``t_half < gap_min``;
+            ``None`` without a fitted ``tau``) and ``failed_check``. Fit numbers stay in ``details`` for a
             not-applicable result when they were computed, as diagnostics.
     """
 
@@ -244,8 +249,8 @@ def fit_half_life(
         >>> fit = fit_half_life(gaps, 0.6 * np.exp(-gaps / 10.0) + 0.3)
         >>> fit.status, round(fit.details["tau"], 6), round(fit.value, 6)
         ('official', 10.0, 0.115525)
-        >>> fit.details["t_half_beyond_gaps"]  # 6.9 s is inside the gaps (1-30 s)
-        False
+        >>> fit.details["t_half_beyond_gaps"], fit.details["t_half_below_gaps"]  # 6.9 s: inside 1-30 s
+        (False, False)
         >>> fit_half_life([1, 2, 3, 4], [0.9, 0.8, 0.7, 0.6]).reason
         'min_pairs: 4 pairs, need at least 5'
     """
@@ -274,6 +279,7 @@ def fit_half_life(
         "sse": None,
         "a_note": None,
         "t_half_beyond_gaps": None,
+        "t_half_below_gaps": None,
         "failed_check": None,
     }
 

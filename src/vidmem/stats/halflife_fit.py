@@ -193,7 +193,9 @@ def _fit_stage(
     t_half = tau * math.log(2.0)
     details.update(tau=tau, t_half=t_half, a_centred=a_centred, b=b, r2=r2, sse=sse)
     if math.isfinite(t_half):
+        # Both flags mark an extrapolation: the curve halves outside the observed gaps.
         details["t_half_beyond_gaps"] = bool(t_half > float(distinct[-1]))
+        details["t_half_below_gaps"] = bool(t_half < float(distinct[0]))
     # Amplitude at dt = 0, checked in the log domain so it is never computed as inf.
     if a_centred == 0 or not math.isfinite(tau) or tau <= 0:
         details.update(a=a_centred, a_reference_gap=centre)

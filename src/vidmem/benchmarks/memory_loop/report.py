@@ -128,13 +128,20 @@ def build_memory_loop_report(run: Any) -> Report:
         "median t_half (s, official)": o["half_life"]["median_t_half_seconds"],
         "official fits with t_half beyond the longest gap (extrapolated)":
             o["half_life"].get("n_beyond_gaps"),
-        "median t_half (s) of official fits not beyond their longest gap (vidmem diagnostic)":
-            o["half_life"].get("median_t_half_not_beyond_gaps_seconds"),
+        "official fits with t_half below the shortest gap (extrapolated)":
+            o["half_life"].get("n_below_gaps"),
+        "median t_half (s) of official fits within their gaps (vidmem diagnostic)":
+            o["half_life"].get("median_t_half_within_gaps_seconds"),
+        "camera-evaluable cases (vidmem gate)": _coverage(o.get("camera_gate")),
+        "sample fidelity over camera-evaluable cases (vidmem)":
+            (o.get("sample_fidelity_camera_evaluable") or {}).get("mean"),
         "diagnostic cases": o["n_diagnostic"],
         "return gate passed": f"{o['return_gate']['passed']} of {o['return_gate']['n']}",
     }))
     rows = [_group_row(g["loop_id"], g) for g in summary["by_loop"]] + [_group_row("overall", o)]
     head.add(Table(_GROUP_COLUMNS, rows, caption="per loop and overall (HL = half-life)"))
+    _camera_section(rep, summary)
+    _model_section(rep, summary)
     reasons = [[k, v, o["half_life"]["not_applicable_examples"].get(k, "")]
                for k, v in o["half_life"]["not_applicable"].items()]
     rep.section("Not applicable", "Cases whose half-life fit failed a support check, by the "
@@ -144,11 +151,14 @@ def build_memory_loop_report(run: Any) -> Report:
     cases = run.scores()
     cols = ["case_id", "loop_id", "status", "diagnostic", "pose_source", "n_pairs",
             "sample_fidelity", "half_life_status", "half_life_value", "t_half_seconds", "r2",
-            "gap_min_seconds", "gap_max_seconds", "t_half_beyond_gaps", "half_life_check",
-            "return_gate_passed"]
+            "gap_min_seconds", "gap_max_seconds", "t_half_beyond_gaps", "t_half_below_gaps",
+            "half_life_check", "return_gate_passed", "camera_gate_status", "camera_moving_share"]
     rep.section("Cases", "diagnostic = no pose track; pairs from the planned loop. "
-                "t_half_beyond_gaps = t_half exceeds the case's longest gap, so it extends "
-                "the fitted curve beyond the observed gaps.").add(
+                "t_half_beyond_gaps = t_half exceeds the case's longest gap, t_half_below_gaps "
+                "= it is shorter than the case's shortest gap: either way it extends the fitted "
+                "curve outside the observed gaps. camera_gate_status = vidmem's camera-compliance "
+                "gate (camera_moving_share: share of the planned moves on which the video "
+                "moved).").add(
         Table(cols, [[_cell(r.get(c)) for c in cols] for r in cases]))
 
     responses = responses_of(run)
@@ -167,6 +177,56 @@ def build_memory_loop_report(run: Any) -> Report:
         sec.add(KeyValues({"figures shown": shown, "cases with pairs": sum(
             1 for r in cases if r.get("n_pairs"))}, caption="only the first cases are plotted"))
     return rep
+
+
+def _coverage(cam: dict[str, Any] | None) -> str:
+    if not cam:
+        return "n/a (rows scored before the gate)"
+    return f"{cam['n_evaluable']} of {cam['n_checked']} (coverage {_f(cam['coverage'])})"
+
+
+def _camera_section(rep: Report, summary: dict[str, Any]) -> None:
+    """Camera compliance per loop: coverage beside fidelity, never folded into it."""
+    groups = [(g["loop_id"], g) for g in summary["by_loop"]] + [("overall", summary["overall"])]
+    if not any(g.get("camera_gate") for _, g in groups):
+        return
+    rows = []
+    for label, g in groups:
+        cam, fe = g.get("camera_gate") or {}, g.get("sample_fidelity_camera_evaluable") or {}
+        rows.append([label, g["sample_fidelity"]["mean"], cam.get("n_evaluable"),
+                     cam.get("n_checked"), cam.get("coverage"), fe.get("mean"), fe.get("ci_low"),
+                     fe.get("ci_high"), "; ".join(f"{k}: {v}" for k, v in
+                                                  (cam.get("not_evaluable") or {}).items()) or "-"])
+    rep.section("Camera compliance (vidmem gate)", "A loop tests memory only if the camera "
+                "moved: the video's frame-to-frame optical flow is compared with the loop's "
+                "planned camera path, and a near-static video is not_evaluable. The coverage "
+                "stands beside the protocol's fidelity and never changes it; the last columns "
+                "give the mean fidelity over the evaluable cases.").add(
+        Table(["group", "fidelity (all, protocol)", "evaluable", "checked", "coverage",
+               "fidelity (evaluable)", "ci_low", "ci_high", "not evaluable"], rows))
+
+
+def _model_section(rep: Report, summary: dict[str, Any]) -> None:
+    """vidmem's model-level half-life, in its own section, apart from the per-case numbers."""
+    groups = [(g["loop_id"], g) for g in summary["by_loop"]] + [("overall", summary["overall"])]
+    rows = []
+    for label, g in groups:
+        m = g.get("model_half_life")
+        if m:
+            rows.append([label, m["status"], m["t_half_seconds"], m["ci_low_seconds"],
+                         m["ci_high_seconds"], m["n_cases"], m["n_informative_cases"],
+                         m["r2"], _cell(m["t_half_below_gaps"]), _cell(m["t_half_beyond_gaps"]),
+                         m["reason"] or m["note"] or ""])
+    if not rows:
+        return
+    rep.section("Model-level half-life (vidmem estimate, not the protocol's)",
+                "Beyond the card: one decay time shared by all camera-evaluable cases of a "
+                "group, each case with its own amplitude and floor, and a case-clustered "
+                "bootstrap interval. It is not the official per-case half-life and is never "
+                "mixed with it. " + _NOT_CAUSAL).add(
+        Table(["group", "status", "t_half (s)", "ci_low (s)", "ci_high (s)", "cases",
+               "cases with >= 3 gaps", "R^2", "below gaps", "beyond gaps", "reason / note"],
+              rows))
 
 
 def _cell(v: Any) -> Any:

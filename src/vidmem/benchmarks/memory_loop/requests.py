@@ -1,7 +1,9 @@
 """Memory-loop requests and outputs: generation requests, the video scan, pose tracks.
 
 A generator sees the start image and the prompt (and the requested duration and frame
-rate); it writes ``<case_id>.mp4`` into an output folder, optionally with a pose track
+rate) and, in ``extras["camera_path"]``, the loop's planned camera path frame by frame
+(:func:`camera_path`; format in ``docs/memory_loop_camera_and_poses.md``); it writes
+``<case_id>.mp4`` into an output folder, optionally with a pose track
 ``<case_id>.mp4.poses.json`` beside it (the ``sim`` generator writes one). Scoring then
 pairs frames from the pose track (:func:`pose_source`).
 """
@@ -21,11 +23,15 @@ from vidmem.errors import UserInputError
 from vidmem.generators.requests import GenerationRequest, read_manifest, write_manifest
 from vidmem.io.safe_paths import inside
 from vidmem.io.video import VideoInfo
+from vidmem.metrics.loop_paths import loop_offsets
 from vidmem.values import is_int
 
 __all__ = [
     "POSES_SUFFIX",
+    "CAMERA_PATH_COLUMNS",
+    "CAMERA_PATH_FORMAT",
     "VideoScan",
+    "camera_path",
     "find_videos",
     "generation_requests",
     "pose_source",
@@ -36,6 +42,40 @@ __all__ = [
 
 #: A video ``X.mp4`` may come with its pose track ``X.mp4.poses.json``.
 POSES_SUFFIX = ".poses.json"
+
+
+#: Version tag of the planned camera path put into every request.
+CAMERA_PATH_FORMAT = "vidmem.memory_loop.camera_path/1"
+#: Column names of ``camera_path["offsets"]`` (:func:`vidmem.metrics.loop_paths.loop_offsets`).
+CAMERA_PATH_COLUMNS = ("d_yaw_degrees", "d_pitch_degrees", "zoom_factor", "d_truck", "d_dolly")
+
+
+def camera_path(case: MemoryLoopCase) -> dict[str, object]:
+    """The planned camera path of a case, as plain JSON for a generation request.
+
+    One row of offsets from the start pose per frame of the requested video
+    (``max(2, round(duration_seconds * fps))`` frames; frame ``k`` at ``k / fps`` s), so a
+    generator knows the loop it is asked to perform and its pace. The camera-compliance
+    gate compares a video's measured motion with this same plan.
+
+    Example:
+        >>> c = MemoryLoopCase(case_id="c", start_image="s.png", loop_id="yaw_loop_180",
+        ...                    prompt="p", duration_seconds=1.0, fps=5.0)
+        >>> path = camera_path(c)
+        >>> path["n_frames"], [round(row[0], 1) for row in path["offsets"]]
+        (5, [0.0, 104.9, 180.0, 104.9, 0.0])
+    """
+    n = max(2, round(float(case.duration_seconds) * float(case.fps)))
+    off = loop_offsets(case.loop_id, n)
+    return {
+        "format": CAMERA_PATH_FORMAT, "loop_id": case.loop_id, "fps": float(case.fps),
+        "n_frames": n, "columns": list(CAMERA_PATH_COLUMNS),
+        "convention": "offsets from the start pose: turn right (yaw), look up (pitch), "
+        "magnify by dollying along the view axis (zoom factor), truck right and dolly "
+        "forward in units of the start's distance to the scene; camera axes x right, y "
+        "down, z forward (vidmem.metrics.loop_paths.offsets_c2w gives camera-to-world)",
+        "offsets": [[round(float(v), 6) for v in row] for row in off],
+    }
 
 
 def generation_requests(ds: MemoryLoopDataset, out_dir: str | os.PathLike[str], *,
@@ -53,7 +93,8 @@ def generation_requests(ds: MemoryLoopDataset, out_dir: str | os.PathLike[str], 
         Requests in case order: ``benchmark="memory_loop"``, ``request_id`` = case id,
         ``prompt`` = the case's prompt, ``start_image`` = absolute image path,
         ``duration_seconds`` and ``fps`` from the case, ``out_path`` =
-        ``out_dir/<case_id>.mp4`` (absolute).
+        ``out_dir/<case_id>.mp4`` (absolute), ``extras`` = ``{"loop_id",
+        "camera_path"}`` (:func:`camera_path`).
 
     Raises:
         UserInputError: ``out_dir`` is not a path or ``seed`` is not an int.
@@ -72,7 +113,7 @@ def generation_requests(ds: MemoryLoopDataset, out_dir: str | os.PathLike[str], 
             out_path=str(inside(out, out / f"{c.case_id}.mp4")),  # the id stays a file name
             start_image=str(ds.start_image_path(c).absolute()),
             duration_seconds=float(c.duration_seconds), fps=float(c.fps), seed=seed,
-            extras={"loop_id": c.loop_id},
+            extras={"loop_id": c.loop_id, "camera_path": camera_path(c)},
         )
         for c in ds.cases
     ]

@@ -57,8 +57,10 @@ BENCHMARK = "memory_loop"
 # 1.1: nearest match first, then the excursion test; 1.2: rows carry t_half_beyond_gaps;
 # 1.3: the reference's rules where the card is silent (per-RGB-channel whole-map SSIM
 # clamped at 0, earliest tie, nearest pair per gap bucket, relative "no translation"
-# cut-off) and a near-linear decline reported as tau past the identifiable range
-BENCHMARK_VERSION = "1.3"
+# cut-off) and a near-linear decline reported as tau past the identifiable range;
+# 1.4: rows carry t_half_below_gaps, the camera-compliance gate and their pairs (for the
+# model-level half-life)
+BENCHMARK_VERSION = "1.4"
 CASES_FILE = "cases.jsonl"
 CASE_FIELDS = ("case_id", "start_image", "loop_id", "prompt", "duration_seconds", "fps")
 OPTIONAL_FIELDS = ("poses",)

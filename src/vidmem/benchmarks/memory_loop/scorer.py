@@ -20,6 +20,11 @@ Follows ``PROTOCOLS.md`` section 2 (seed 002):
    never averaged in.
 3. **Half-life**: :func:`vidmem.stats.halflife.fit_half_life` (``t_ref`` 60 s) on
    (gap, fidelity); status ``official`` or ``not_applicable`` with its reason.
+4. **Camera compliance** (vidmem, beyond the card): the frame-to-frame optical flow of
+   the video against the loop's planned camera path
+   (:mod:`vidmem.metrics.camera_motion`); a near-static video is ``not_evaluable``
+   with the reason. It never changes the fidelity or the half-life of the case; the
+   aggregates show it as a coverage rate beside them.
 
 Scorer presets: ``official`` (DINOv2, ``dinov2/base``) and ``offline`` (the
 ``classic/hsv-lbp`` colour/texture proxy, never the official protocol).
@@ -38,14 +43,14 @@ import numpy as np
 from vidmem.benchmarks.memory_loop.requests import read_pose_track
 from vidmem.benchmarks.memory_loop.schema import MemoryLoopCase
 from vidmem.errors import UserInputError
-from vidmem.io.video import DecodeStats, probe, read_frames
-from vidmem.metrics import revisit
+from vidmem.io.video import DecodeStats, VideoInfo, iter_frames, probe, read_frames
+from vidmem.metrics import camera_motion, revisit
 from vidmem.metrics.crop_recall import cosine_rows
 from vidmem.metrics.fidelity import pair_fidelity, sample_fidelity, ssim_pair
 from vidmem.metrics.loop_paths import planned_c2w
 from vidmem.stats import halflife
 
-__all__ = ["PRESETS", "MemoryLoopScorer", "ScorerConfig", "select_pairs"]
+__all__ = ["PRESETS", "MemoryLoopScorer", "ScorerConfig", "camera_compliance", "select_pairs"]
 
 Preset = Literal["official", "offline"]
 PRESETS: dict[str, str] = {"official": "dinov2/base", "offline": "classic/hsv-lbp"}
@@ -176,6 +181,30 @@ def select_pairs(loop_id: str, n_frames: int, fps: float, poses: np.ndarray | No
         raise UserInputError(f"{where}: {exc.message}", hint=exc.hint) from None
 
 
+def camera_compliance(video: str | Path, info: VideoInfo, loop_id: str) -> dict[str, Any]:
+    """The camera-compliance gate of one video (:mod:`vidmem.metrics.camera_motion`).
+
+    Decodes the frames about :data:`~vidmem.metrics.camera_motion.STEP_SECONDS` apart
+    (one held at a time), measures the optical flow between neighbours and compares it
+    with the loop's plan on the same frame grid.
+
+    Returns:
+        :meth:`~vidmem.metrics.camera_motion.CameraGate.to_dict` plus ``frames_decoded``.
+    """
+    idx = camera_motion.step_frames(info.n_frames, info.fps)
+    stride = int(idx[1] - idx[0]) if len(idx) > 1 else 1
+    stats = DecodeStats()
+    measured: list[float] = []
+    prev = None
+    for _, frame in iter_frames(video, stride=stride, stats=stats):
+        if prev is not None:
+            measured.append(camera_motion.flow_motion(prev, frame))
+        prev = frame
+    planned = camera_motion.planned_step_motion(planned_c2w(loop_id, info.n_frames), idx)
+    gate = camera_motion.camera_gate(measured, planned, stride / info.fps)
+    return {**gate.to_dict(), "frames_decoded": stats.frames_decoded}
+
+
 class MemoryLoopScorer:
     """Scores memory-loop videos with a loaded image embedder."""
 
@@ -240,6 +269,7 @@ class MemoryLoopScorer:
             gate = {"departed": g.departed, "returned": g.returned, "passed": g.passed,
                     "max_departure": round(g.max_departure, 6),
                     "final_distance": round(g.final_distance, 6)}
+        camera = camera_compliance(video, info, case.loop_id)
         notes = []
         if abs(info.fps - case.fps) > 1e-6 * case.fps:
             notes.append(f"the video runs at {info.fps:g} fps, the case asked for {case.fps:g}; "
@@ -254,5 +284,5 @@ class MemoryLoopScorer:
             "sample_fidelity": sample_fidelity(fids),
             "half_life": {"status": fit.status, "reason": fit.reason, "value": fit.value,
                           "details": fit.details},
-            "return_gate": gate, "notes": notes,
+            "return_gate": gate, "camera_gate": camera, "notes": notes,
         }
