@@ -255,3 +255,23 @@ def test_an_unwritable_cache_is_a_clear_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(StoreError, match="--judge-cache"):
         AnswerCache(blocker / "a.sqlite")
+
+
+class PayloadReader(Scripted):
+    """A judge that answers from the payload in its own shape (like judge/sim-cards)."""
+
+    name = "judge/payload"
+    answers_from_payload = True
+
+
+def test_a_payload_judge_answers_in_its_own_shape_but_the_question_still_decides(tmp_path):
+    cache = AnswerCache(tmp_path / "a.sqlite")
+    schema_bound = JudgeRequest("q", "who?", required_keys=("entity_ids",), answer_model=Present,
+                                accept=_labels_named)
+    own_shape = {"items": [{"id": "A"}], "evidence": "card 3"}
+    # its own shape lacks the prompt schema's keys: kept, since the question's rule passes
+    assert CachedJudge(PayloadReader(own_shape), cache).judge(schema_bound).status == "ok"
+    refused = CachedJudge(PayloadReader({"items": [{"id": "Z"}]}), None).judge(schema_bound)
+    assert refused.status == "unparsable"
+    # any other judge's answer must pass the schema too
+    assert CachedJudge(Scripted(own_shape), None).judge(schema_bound).status == "unparsable"

@@ -328,7 +328,8 @@ class CachedJudge:
             return {}
         found = self.cache.get_many(keys)
         by_key = dict(zip(keys, requests, strict=True))
-        return {k: r for k, r in found.items() if not request_problem(by_key[k], r.data)}
+        return {k: r for k, r in found.items()
+                if not _answer_problem(by_key[k], r.data, self.inner)}
 
     def _ask(self, ask: dict[str, JudgeRequest], concurrency: int | None,
              write_failure: list[str]) -> dict[str, JudgeResult]:
@@ -341,7 +342,7 @@ class CachedJudge:
 
         def one(chunk: list[tuple[str, JudgeRequest]]) -> None:
             got = self.inner.judge_many([r for _, r in chunk], concurrency=1)
-            checked = {k: _checked(r, req) for (k, req), r in zip(chunk, got, strict=True)}
+            checked = {k: _checked(r, req, self.inner) for (k, req), r in zip(chunk, got, strict=True)}
             self._store(checked, ask, write_failure)
             with self._lock:
                 answers.update(checked)
@@ -394,14 +395,30 @@ def asked_through_cache(judge: Judge, cache: str | os.PathLike[str] | AnswerCach
 ANSWER_COUNTS = ("from_cache", "asked", "unparsable", "errors")
 
 
-def _checked(result: JudgeResult, request: JudgeRequest) -> JudgeResult:
+def _checked(result: JudgeResult, request: JudgeRequest, judge: Any) -> JudgeResult:
     """``result``, or ``unparsable`` when an ``ok`` answer fails the question's checks."""
     if result.status != "ok":
         return result
-    problem = request_problem(request, result.data)
+    problem = _answer_problem(request, result.data, judge)
     if not problem:
         return result
     return replace(result, status="unparsable", data=None, error=problem)
+
+
+def _answer_problem(request: JudgeRequest, data: Any, judge: Any) -> str:
+    """Why ``data`` cannot answer ``request`` ('' when it can).
+
+    A judge that reads the question's ``payload`` rather than its prompt (the sim
+    world's card judges: ``answers_from_payload = True``) answers in its own documented
+    shape, which each benchmark's reader knows, not in the prompt's JSON schema: only the
+    question's own ``accept`` rule applies to it. Every other judge's answer must pass
+    every check (:func:`~vidmem.models.backends.judge_common.request_problem`).
+    """
+    if getattr(judge, "answers_from_payload", False):
+        if not isinstance(data, Mapping):
+            return f"the answer is not a JSON object ({type(data).__name__})"
+        return request.accept(data) if request.accept is not None else ""
+    return request_problem(request, data)
 
 
 def _first_line(text: str | None) -> str:

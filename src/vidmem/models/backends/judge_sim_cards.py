@@ -106,6 +106,9 @@ class SimCardJudge(ManyJudging, BackendBase):
     """
 
     name = "judge/sim-cards"
+    #: reads each question's payload, not its prompt, and answers in its own documented
+    #: shape (the answer cache then applies only the question's own accept rule)
+    answers_from_payload = True
     default_weights = None
     official = False
 
