@@ -191,7 +191,7 @@ def fit_model_half_life(cases: Mapping[str, tuple[Sequence[float], Sequence[floa
         t_draw = np.exp(_refine(log_t, draws)) * math.log(2.0)
         t_draw[at_top] = math.inf
         alpha = (1.0 - confidence) / 2.0
-        lo, hi = (float(np.quantile(t_draw, q, method="linear")) for q in (alpha, 1 - alpha))
+        lo, hi = (float(np.quantile(t_draw, q, method="inverted_cdf")) for q in (alpha, 1 - alpha))
         out["ci_low_seconds"] = lo if math.isfinite(lo) else None
         out["ci_high_seconds"] = hi if math.isfinite(hi) else None
         out["bootstrap"]["n_upper_edge"] = int(at_top.sum())
