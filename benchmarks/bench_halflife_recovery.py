@@ -114,8 +114,8 @@ def main() -> None:
         for e in ESTIMATORS:
             vals = [by_tau[t][e] for t in taus]
             ok = all(v is not None for v in vals)
-            ranked[e] += ok and all(a < b for a, b in zip(vals, vals[1:]))
-            worst[e].append(max(abs(math.log(v / (t * math.log(2.0)))) for v, t in zip(vals, taus))
+            ranked[e] += ok and all(a < b for a, b in zip(vals, vals[1:], strict=False))
+            worst[e].append(max(abs(math.log(v / (t * math.log(2.0)))) for v, t in zip(vals, taus, strict=True))
                             if ok else math.inf)
     print(f"\nover {len(seeds)} seed(s): settings ranked in order / largest factor off the truth")
     for e in ESTIMATORS:
