@@ -10,7 +10,16 @@ Then the answer cache: how many cached questions per second ``CachedJudge`` answ
 (key hashing included), for text-only questions and for questions with four 512 x 512
 frames, whose pixels are hashed.
 
+Last, cached re-scoring as a benchmark does it, per question: the request is built from
+its prompt file (the Jinja template rendered with the answer model's JSON schema, the
+model narrowed to the question's roster) and answered from the cache (its key holds that
+schema too). Track-A's ``reference`` and Track-B's ``segment`` prompts, with rosters
+drawn from a pool of 8 (as within a film, where rosters repeat), and no images, so that
+the number is the per-question work beside the pixel hashing measured above.
+
     python benchmarks/bench_judge.py [--requests 512] [--concurrency 32] [--latency 0.1]
+        [--cache-questions 20000] [--frame-questions 2000] [--rescore-questions 2000]
+    python benchmarks/bench_judge.py --tiny   (a few of each: a smoke run)
 """
 
 from __future__ import annotations
@@ -93,7 +102,12 @@ class _Stored:
         return BackendInfo(self.name, settings={"temperature": 0.0})
 
     def judge_many(self, requests: Any, *, concurrency: Any = None) -> list[JudgeResult]:
-        return [JudgeResult(r.item_id, "ok", {"present": True}, "{}", 1, self.name) for r in requests]
+        return [JudgeResult(r.item_id, "ok", _ANSWERS.get(r.contract, {"present": True}), "{}", 1,
+                            self.name) for r in requests]
+
+
+#: a valid answer per prompt contract (the cache re-checks stored answers against it)
+_ANSWERS = {"vmem_track_a/reference@1": {"entity_ids": []}, "vmem_track_b/segment@2": {"items": []}}
 
 
 def cache_rate(n: int, frames: int) -> dict[str, float]:
@@ -113,19 +127,78 @@ def cache_rate(n: int, frames: int) -> dict[str, float]:
             "lookups_per_second": round(n / seconds, 1)}
 
 
+def _track_a_request(k: int, roster: list[dict[str, str]]) -> JudgeRequest:
+    from vidmem.benchmarks.prompts import load_prompt
+    from vidmem.benchmarks.vmem_track_a.answers import reference_answer_model
+
+    prompt = _PROMPTS.setdefault("a", load_prompt("vidmem.benchmarks.vmem_track_a", "reference"))
+    return prompt.request(f"film/segment-{k}/t{k}.000", answer_model=reference_answer_model(
+        [e["entity_id"] for e in roster]), roster=roster)
+
+
+def _track_b_request(k: int, roster: list[dict[str, str]]) -> JudgeRequest:
+    from vidmem.benchmarks.vmem_track_b.answers import segment_answer_model
+    from vidmem.benchmarks.vmem_track_b.question import segment_prompt
+
+    lines = [{"label": e["entity_id"], "name": e["name"], "kind": e["kind"],
+              "appearance": e["description"], "state_cue": None, "count_cue": None,
+              "features": None} for e in roster]
+    # segment_prompt() per question, as Track-B's segment_request calls it
+    return segment_prompt().request(
+        f"story/cond/segment-{k}", answer_model=segment_answer_model([e["entity_id"] for e in roster]),
+        roster=lines, pairs=[], plot="someone walks in", n_frames=8)
+
+
+_PROMPTS: dict[str, Any] = {}
+_BUILDERS = {"track_a_reference": _track_a_request, "track_b_segment": _track_b_request}
+
+
+def rescore_rate(n: int, which: str) -> dict[str, Any]:
+    """Per question: build the request from its prompt file, then answer it from the cache."""
+    rng = np.random.default_rng(0)
+    rosters = [[{"entity_id": f"char_{i:03d}", "name": f"Person {i}", "kind": "character",
+                 "description": "a tall person in a red coat"}
+                for i in sorted(rng.choice(40, size=int(rng.integers(2, 7)), replace=False))]
+               for _ in range(8)]
+    build = _BUILDERS[which]
+    with tempfile.TemporaryDirectory() as tmp:
+        judge = CachedJudge(_Stored(), AnswerCache(Path(tmp) / "answers.sqlite"))
+        judge.judge_many([build(k, rosters[k % 8]) for k in range(n)])  # fill (and warm up)
+        start = time.perf_counter()
+        requests = [build(k, rosters[k % 8]) for k in range(n)]
+        built = time.perf_counter()
+        results = judge.judge_many(requests)
+        seconds = time.perf_counter() - start
+    assert all(r.cached for r in results)
+    return {"cached_rescoring": which, "questions": n, "seconds": round(seconds, 3),
+            "ms_per_question": round(1000 * seconds / n, 3),
+            "ms_build_request": round(1000 * (built - start) / n, 3),
+            "ms_cached_answer": round(1000 * (seconds - (built - start)) / n, 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=512)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--cache-questions", type=int, default=20000, help="text-only cached lookups")
+    ap.add_argument("--frame-questions", type=int, default=2000, help="cached lookups with 4 frames")
+    ap.add_argument("--rescore-questions", type=int, default=2000,
+                    help="cached re-scoring questions per prompt")
+    ap.add_argument("--tiny", action="store_true", help="a few of each (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.requests, args.concurrency, args.latency = 16, 4, 0.01
+        args.cache_questions, args.frame_questions, args.rescore_questions = 100, 10, 50
     loaded = measure(args.requests, args.concurrency, args.latency)
     ceiling = args.concurrency / args.latency if args.latency else float("inf")
     print(json.dumps({**loaded, "target_per_second": round(0.8 * ceiling, 1)}))
     bare = measure(args.requests, 1, 0.0)
     print(json.dumps({**bare, "note": "latency 0, one at a time: the client's own overhead"}))
-    print(json.dumps(cache_rate(20000, 0)))
-    print(json.dumps(cache_rate(2000, 4)))
+    print(json.dumps(cache_rate(args.cache_questions, 0)))
+    print(json.dumps(cache_rate(args.frame_questions, 4)))
+    for which in _BUILDERS:
+        print(json.dumps(rescore_rate(args.rescore_questions, which)))
 
 
 if __name__ == "__main__":
