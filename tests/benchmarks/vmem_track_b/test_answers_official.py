@@ -236,7 +236,7 @@ def test_one_loosely_typed_field_costs_only_its_entity():
 def test_nan_is_still_refused():
     gold = _gold(TWINS)
     req, r = _request(gold)
-    text = '{"items": [{"entity_id": "%s", "present": true, "count": NaN}]}' % r.labels[0]
+    text = '{"items": [{"entity_id": "' + r.labels[0] + '", "present": true, "count": NaN}]}'
     data, why = read_reply(JudgeReply(text, "stop"), ("items",), token_limit="max_tokens",
                            answer_model=req.answer_model, accept=req.accept)
     assert data is None and why
