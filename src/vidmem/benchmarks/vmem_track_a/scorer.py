@@ -34,6 +34,7 @@ from vidmem.benchmarks.vmem_track_a.gold import load_film
 from vidmem.benchmarks.vmem_track_a.schema import Film
 from vidmem.benchmarks.vmem_track_a.schema import Segment as GoldSegment
 from vidmem.errors import UserInputError
+from vidmem.io.safe_paths import inside
 from vidmem.io.video import read_frames_at
 from vidmem.memory.embeddings import EmbeddingCache
 from vidmem.memory.frames import FilmFrames
@@ -257,7 +258,7 @@ def _write_thumbnails(folder: str | None, film_id: str,
     relative to the run directory's ``thumbnails`` folder (none without a folder)."""
     if not folder:
         return {}
-    out = Path(folder) / film_id
+    out = inside(folder, Path(folder) / film_id)  # the film id is checked safe at validation
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for t, image in images.items():

@@ -16,13 +16,13 @@ still serves every question asked before).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vidmem.benchmarks.vmem_track_b.schema import parse_cohort
 from vidmem.errors import UserInputError
+from vidmem.io.safe_paths import SAFE_ID_RULE, id_problem
 from vidmem.stats.paired_bootstrap import DEFAULT_SEED
 
 __all__ = ["BASELINE", "DEFAULT_CONDITIONS", "PRESETS", "PRIVILEGED", "ScorerConfig",
@@ -35,7 +35,6 @@ DEFAULT_CONDITIONS = ("none", "text_frame", "seg_uniform", "seg_dino_key", "seg_
 BASELINE = "none"
 #: conditions that see information a deployable policy cannot (reported, marked)
 PRIVILEGED = frozenset({"last_seen"})
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 PRESETS: dict[str, dict[str, Any]] = {
     "official": {"judge": "judge/openai"},
@@ -77,10 +76,10 @@ class ScorerConfig:
                                  hint=f"e.g. --conditions {','.join(DEFAULT_CONDITIONS)}")
         if len(set(self.conditions)) != len(self.conditions):
             raise UserInputError(f"{where}: a condition is named twice in {list(self.conditions)}")
-        bad = [c for c in self.conditions if not _NAME.match(c)]
+        bad = [c for c in self.conditions if id_problem(c) is not None]
         if bad:
-            raise UserInputError(f"{where}: condition names must be folder names (letters, "
-                                 f"digits, _ . -), found {bad}",
+            raise UserInputError(f"{where}: condition names must be safe folder names "
+                                 f"({SAFE_ID_RULE}), found {bad}",
                                  hint="name each condition as its folder under <rollouts>/<story>/")
         if self.index_base not in (0, 1):
             raise UserInputError(f"{where}: index base must be 0 or 1, found {self.index_base!r}",
