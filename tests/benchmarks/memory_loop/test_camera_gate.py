@@ -54,7 +54,7 @@ def rollouts(loop_root, tmp_path_factory):
 @pytest.mark.slow
 def test_sim_rollouts_pass_the_gate_and_follow_the_requested_path(rollouts):
     ds, _, out = rollouts
-    for (memory, cid), (video, req) in out.items():
+    for (memory, cid), (video, _) in out.items():
         info = probe(video)
         gate = camera_compliance(video, info, ds.case(cid).loop_id)
         assert gate["status"] == "evaluable", (memory, cid, gate)
