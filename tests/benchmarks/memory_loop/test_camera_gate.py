@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -60,7 +61,7 @@ def test_sim_rollouts_pass_the_gate_and_follow_the_requested_path(rollouts):
         assert gate["status"] == "evaluable", (memory, cid, gate)
         assert gate["moving_share"] >= 0.9 and gate["rank_correlation"] > 0.3, (memory, cid, gate)
         # The sim performed the path the request described (yaw offsets from the start).
-        poses = json.loads(open(f"{video}.poses.json", encoding="utf-8").read())["poses"]
+        poses = json.loads(Path(f"{video}.poses.json").read_text(encoding="utf-8"))["poses"]
         yaw = np.array([p[0] for p in poses]) - poses[0][0]
         planned = loop_offsets(ds.case(cid).loop_id, info.n_frames)[:, 0]
         np.testing.assert_allclose(yaw, planned, atol=1e-4)  # the sidecar rounds poses
