@@ -95,6 +95,9 @@ THIRD_PARTY_ONLY: dict[str, frozenset[str]] = {
 }
 HEAVY = ("torch", "transformers")
 HEAVY_HOME = "models/backends/"
+#: the diffusers video generators are to generators/ what backends/ are to models/: the one
+#: other place that runs torch models (lazily, inside functions, like the backends).
+HEAVY_HOMES = (HEAVY_HOME, "generators/diffusers/")
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ def check_file(path: Path, src: Path = SRC) -> list[str]:
             if not imp.in_function:
                 out.append(f"{where} imports {imp.module} at module level ({top} is imported "
                            f"only inside functions, in {HEAVY_HOME})")
-            elif not rel.as_posix().startswith(HEAVY_HOME):
+            elif not rel.as_posix().startswith(HEAVY_HOMES):
                 out.append(f"{where} imports {imp.module} ({top} only inside {HEAVY_HOME}; "
                            "use vidmem.models.backends.base.import_torch/import_transformers)")
             continue

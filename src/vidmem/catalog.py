@@ -81,6 +81,11 @@ def declare(benchmarks: Registry, backends: Registry, generators: Registry, poli
 
     generators.add("sim", "vidmem.generators.sim:SimGenerator", "offline procedural world with tunable memory (perfect, none, decay:TAU, leaky:P)")
     generators.add("command", "vidmem.generators.command:CommandGenerator", "any generator run as a shell command template")
+    generators.add("wan2.2-ti2v-5b", "vidmem.generators.diffusers.wan:Wan22TI2V5B", "Wan2.2-TI2V-5B through diffusers: text-to-video, or image-to-video from a start image / context's last frame (1280x704, 121 frames, 24 fps)", extra="diffusers", checkpoint="Wan-AI/Wan2.2-TI2V-5B-Diffusers", params="5B", vram="~24 GB (bf16; less with offload=model)")
+    generators.add("wan2.2-t2v-a14b", "vidmem.generators.diffusers.wan:Wan22T2VA14B", "Wan2.2-T2V-A14B through diffusers: text-to-video with two experts (boundary_ratio, guidance_scale_2)", extra="diffusers", checkpoint="Wan-AI/Wan2.2-T2V-A14B-Diffusers", params="2x14B", vram="~80 GB (bf16; offload=model to fit less)")
+    generators.add("wan2.2-i2v-a14b", "vidmem.generators.diffusers.wan:Wan22I2VA14B", "Wan2.2-I2V-A14B through diffusers: image-to-video with two experts (boundary_ratio, guidance_scale_2)", extra="diffusers", checkpoint="Wan-AI/Wan2.2-I2V-A14B-Diffusers", params="2x14B", vram="~80 GB (bf16; offload=model to fit less)")
+    generators.add("flux2-wan", "vidmem.generators.diffusers.flux2_wan:Flux2Wan", "the VMem-Bench keyframe stack: FLUX.2 [klein] keyframe from the references -> Wan2.2-TI2V-5B clip (render 1280x704, deliver 832x480, 121 frames); intermediates kept", extra="diffusers", checkpoint="black-forest-labs/FLUX.2-klein-4B + Wan-AI/Wan2.2-TI2V-5B-Diffusers", params="4B + 5B", vram="~40 GB (bf16; less with offload=model)")
+    generators.add("diffusers", "vidmem.generators.diffusers.any_pipeline:AnyPipeline", "any diffusers pipeline over your own weights: pipeline=ClassName,weights=DIR", extra="diffusers")
 
     # memory policies (vidmem.memory; Track-A replays them, Track-B will generate with them)
     policies.add("text_frame", "vidmem.memory.policies.text_frame:TextFramePolicy", "rank every past frame (1 fps) by text-to-image similarity")
