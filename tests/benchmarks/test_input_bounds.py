@@ -273,3 +273,14 @@ def test_memory_loop_empty_cases_file_makes_no_run_dir(loop_root, tmp_path, caps
     assert exc.value.code == 2
     assert "holds no case rows" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_track_b_empty_story_makes_no_run_dir(gold, tmp_path, capsys):
+    _edit_json(gold / "gt" / f"{STORY}.json", lambda d: d.update(segments=[]))
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "vmem_track_b", "--gold", str(gold), "--generator", "sim", "--out",
+              str(out), "--judge-cache", "off", "--quiet"])
+    assert exc.value.code == 2
+    assert "holds no segments" in capsys.readouterr().err
+    assert not out.exists()
