@@ -7,7 +7,9 @@ Rules:
 - an already-connected Ray (a test's ``ray.init(num_cpus=2)``, a notebook) is used as
   it is; otherwise ``--ray-address`` / ``RAY_ADDRESS`` is joined, or a local instance of
   ``workers`` CPUs is started (no dashboard: nothing here needs it) and lives as long as
-  this process;
+  this process: :func:`start_local` stops it on exit, on SIGTERM / SIGHUP (exit code
+  128 + the signal) and Ctrl-C, and a reaper process (:mod:`~vidmem.runners.ray_reaper`)
+  stops the Ray agents a driver killed outright would leave behind;
 - a job vidmem starts gets the driver's forwarded variables
   (:func:`~vidmem.runners.execution_spec.forwarded_env`) as its runtime environment;
 - the cluster must have room for every worker (1 CPU and ``gpus_per_worker`` GPUs each,
@@ -26,7 +28,8 @@ from typing import Any
 from vidmem.errors import MissingDependencyError, UserInputError, VidmemError
 from vidmem.runners.execution_spec import ExecutorSpec, forwarded_env
 
-__all__ = ["cluster_report", "connect", "import_ray", "require_room", "write_probe"]
+__all__ = ["cluster_report", "connect", "import_ray", "require_room", "start_local",
+           "stop_local", "write_probe"]
 
 PROBE_PREFIX = ".vidmem-ray-probe-"
 
@@ -54,7 +57,7 @@ def connect(spec: ExecutorSpec) -> Any:
         if address:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
         else:
-            ray.init(num_cpus=spec.workers, include_dashboard=False, runtime_env=runtime_env)
+            start_local(ray, spec.workers, runtime_env)
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise VidmemError(
@@ -64,6 +67,49 @@ def connect(spec: ExecutorSpec) -> Any:
             "ray and Python versions must match the cluster's; or use --executor local",
         ) from None
     return ray
+
+
+_LOCAL: dict[str, Any] = {}  # the local instance this process started: its reaper
+
+
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    # Unwind like an exception (finally blocks run, the atexit hook stops Ray), with the
+    # shell's exit code for a signal.
+    raise SystemExit(128 + signum)
+
+
+def start_local(ray: Any, num_cpus: int, runtime_env: dict[str, Any]) -> None:
+    """Start a local Ray instance that ends with this process, however it ends.
+
+    Ray's agents are started by the raylet even without the dashboard; ``ray.shutdown``
+    stops them, so it runs on exit and on SIGTERM / SIGHUP; a SIGKILL (or a signal during
+    ``ray.init``) is covered by the reaper process started first.
+    """
+    import atexit
+    import signal
+    import threading
+
+    from vidmem.runners import ray_reaper
+
+    if "reaper" not in _LOCAL:
+        _LOCAL["reaper"] = ray_reaper.start(Path(ray.__file__).parent)
+    try:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, runtime_env=runtime_env)
+    except BaseException:  # a signal during init too: stop what already started
+        stop_local(ray)
+        raise
+    atexit.register(stop_local, ray)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _exit_on_signal)
+
+
+def stop_local(ray: Any) -> None:
+    """Stop the local Ray instance :func:`start_local` started (no-op when there is none)."""
+    import contextlib
+
+    with contextlib.suppress(Exception):  # exiting: a half-started Ray must not mask why
+        ray.shutdown()
 
 
 def require_room(ray: Any, spec: ExecutorSpec) -> dict[str, float]:
