@@ -31,6 +31,8 @@ precomputed curves (:func:`vidmem.stats.paired_bootstrap.multiplicities` counts 
 draws) and its minimum is refined by a parabola in ``log tau`` through the grid
 neighbours. A draw whose minimum lies on the upper edge counts as an unbounded
 ``t_half``; when a percentile falls there the bound is ``None`` and the note says so.
+Percentiles are read off the sorted draws without interpolation (``numpy.quantile``,
+``method="inverted_cdf"``), so an unbounded draw never becomes NaN.
 
 As with the per-case fit, a larger value is not a longer causal memory and the pairs
 are not independent events.

@@ -259,7 +259,8 @@ class MemoryLoop(Benchmark):
                 "checks": f">= {halflife_model.MIN_INFORMATIVE_CASES} cases with >= 3 distinct "
                 "gaps, interior minimum, positive shared amplitude (decay), R^2 >= 0.3 against "
                 "the per-case means",
-                "bootstrap": "case-clustered percentile bootstrap; a draw's minimum refined by a "
+                "bootstrap": "case-clustered percentile bootstrap (the run's bootstrap settings; "
+                "percentiles by numpy inverted_cdf, no interpolation); a draw's minimum refined by a "
                 "parabola in log tau through its grid neighbours; draws at the upper edge count "
                 "as unbounded (the upper bound is then None)",
                 "why": "one 60 s loop spans 2-40 s of gaps, too little to fix tau per case; a "
