@@ -73,3 +73,55 @@ def test_memory_loop_runs_with_wan_and_a_repeat_generates_nothing(loop_root, tmp
     _run(capsys, "run", "memory_loop", "--root", str(loop_root), "--generator",
          "wan2.2-ti2v-5b", *opts, "--out", str(tmp_path / "run1"), "--resume", "--json", "-q")
     assert calls == []
+
+
+@pytest.mark.slow
+def test_track_b_with_flux2_wan_feeds_the_policys_references_to_the_keyframe(tmp_path, capsys,
+                                                                             monkeypatch):
+    """One sim story, condition seg_uniform: every segment's FLUX.2 call receives exactly
+    the reference images the Track-B loop stored for it (``seg_NNN.refK.png``), in rank
+    order, pixel for pixel; the run is judged and scored."""
+    import numpy as np
+    from PIL import Image
+
+    from vidmem.benchmarks.vmem_track_b.sim_build import build_track_b
+    from vidmem.sim.cards import write_card_deck
+
+    gold = tmp_path / "gold"
+    gold.mkdir()
+    build_track_b(gold, seed=0, n_cases=1, n_segments=14, gap_long_threshold=8)
+    deck = write_card_deck(tmp_path / "deck")
+    wan = build_tiny("wan-ti2v-5b", tmp_path / "wan")
+    flux = build_tiny("flux2-klein", tmp_path / "flux")
+    keyframe_refs: list[list[np.ndarray] | None] = []
+    real = runtime.call_pipeline
+
+    def spy(pipe, kw):
+        if type(pipe).__name__ == "Flux2KleinPipeline":
+            keyframe_refs.append(None if kw["image"] is None else
+                                 [np.asarray(im.convert("RGB")) for im in kw["image"]])
+        return real(pipe, kw)
+
+    monkeypatch.setattr(runtime, "call_pipeline", spy)
+    opts = [f"weights={wan}", f"keyframe_weights={flux}", "height=64", "width=64",
+            "num_frames=5", "steps=1", "keyframe_steps=1", "dtype=float32",
+            "max_sequence_length=16", "fps=4", "cache=off"]
+    _run(capsys, "run", "vmem_track_b", "--gold", str(gold), "--generator", "flux2-wan",
+         *[a for o in opts for a in ("--generator-opt", o)], "--conditions", "seg_uniform",
+         "--backend-opt", f"judge/sim-cards:weights={deck}", "--judge-cache", "off",
+         "--bootstrap-resamples", "20", "--quiet", "--json", "--out", str(tmp_path / "run"))
+    folder = next((tmp_path / "run" / "rollouts").glob("*/seg_uniform"))
+    segments = sorted(p.name.removesuffix(".mp4") for p in folder.glob("seg_*.mp4"))
+    assert len(segments) == len(keyframe_refs) == 14
+    with_refs = 0
+    for seg, got in zip(segments, keyframe_refs, strict=True):
+        stored = sorted(folder.glob(f"{seg}.ref*.png"), key=lambda p: int(p.stem.split(".ref")[1]))
+        want = [np.asarray(Image.open(p).convert("RGB")) for p in stored]
+        if not want:
+            assert got is None, seg
+            continue
+        with_refs += 1
+        assert got is not None and len(got) == len(want), seg
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), seg
+        assert (folder / f"{seg}.mp4.keyframe.png").is_file()
+    assert with_refs >= 5  # the policy retrieved for most segments after the first
