@@ -25,6 +25,7 @@ from vidmem.runners.execute import ExecutorSpec, WorkItem, execute
 from vidmem.runners.execution_spec import PROTOCOL as EXECUTION_PROTOCOL
 from vidmem.runners.judge_health import MAX_UNPARSABLE, judge_health
 from vidmem.runners.judge_health import PROTOCOL as JUDGE_FAILURES
+from vidmem.runners.manifest import InputLocation
 from vidmem.runners.store import RunDir, RunManifest
 
 if TYPE_CHECKING:
@@ -422,7 +423,8 @@ def run_benchmark(
         extra["generator"] = {"name": gen[0], "options": gen[1]}
     else:
         videos = Path(videos).resolve()  # type: ignore[arg-type]
-        extra["videos"] = str(videos)
+        # where the videos are, not what they are: the score items hold their hashes
+        extra["videos"] = InputLocation(videos)
         if not allow_missing:
             scan = bench.find_outputs(ds, videos)
             if scan.missing:
