@@ -30,7 +30,12 @@ from PIL import Image
 
 from vidmem.errors import UserInputError, VidmemError
 from vidmem.generators.diffusers import checks, media
-from vidmem.generators.diffusers.settings import Settings, default_device, derive_seed, parse_settings
+from vidmem.generators.diffusers.settings import (
+    Settings,
+    default_device,
+    derive_seed,
+    parse_settings,
+)
 from vidmem.generators.diffusers.store import GenerationCache, copy_atomic
 from vidmem.generators.requests import GenerationRequest, GenerationResult
 from vidmem.io.hashing import content_hash

@@ -219,7 +219,14 @@ def parse_settings(options: dict[str, Any], *, generator: str, allowed: tuple[st
 
 def default_device() -> str:
     """``cuda`` when torch sees a GPU, else ``cpu``."""
-    import torch
+    try:
+        import torch
+    except ImportError:
+        from vidmem.errors import MissingDependencyError
+
+        raise MissingDependencyError(
+            "the diffusers generators need torch", hint="pip install torch==2.13.0 && pip "
+            "install 'vidmem[diffusers]' (a CUDA torch on a GPU machine)") from None
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -16,6 +16,7 @@ entry)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -64,10 +65,9 @@ class GenerationCache:
                 shutil.copyfile(src, tmp / name)
             (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True, indent=1),
                                            encoding="utf-8")
-            try:
+            # another process may have stored the same key first: keep theirs
+            with contextlib.suppress(OSError):
                 os.replace(tmp, entry)
-            except OSError:  # another process stored the same key first: keep theirs
-                pass
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -20,7 +20,13 @@ from typing import Any
 
 from vidmem.errors import UserInputError
 from vidmem.generators.diffusers import checks, runtime
-from vidmem.generators.diffusers.base import COMMON_OPTIONS, DiffusersGenerator, Inputs, Rendered, resolve
+from vidmem.generators.diffusers.base import (
+    COMMON_OPTIONS,
+    DiffusersGenerator,
+    Inputs,
+    Rendered,
+    resolve,
+)
 from vidmem.generators.diffusers.media import frames_to_uint8
 from vidmem.generators.diffusers.settings import PRESETS, Preset
 
