@@ -130,20 +130,45 @@ def test_half_life_ranks_decay_and_lands_near_the_truth(runs):
     assert est[5] < est[15] < est[45]
     for tau, t_half in est.items():
         assert 1 / 3 <= t_half / (tau * np.log(2)) <= 3.0, (tau, t_half)
-    # The diagnostic median that leaves out extrapolated fits ranks them too (it leans
-    # short for long half-lives: 0.34-0.79x the truth for TAU 45 over build seeds 0-7 on
-    # benchmark 1.2; on 1.3, 0.54x and 1.02x for build seeds 0 and 1).
+    # Fits below the shortest gap and beyond the longest are counted, and agree with
+    # the per-case rows' own gaps. With TAU 5 (t_half 3.5 s, shorter than the 17-60 s
+    # gaps of most loops) the fits that pass land below their gaps, so the vidmem
+    # median "within the gaps" has nothing left: it is None, never a guess.
     hl = {tau: runs[f"decay:{tau}"][0]["overall"]["half_life"] for tau in TAUS}
     inside = {tau: h["median_t_half_within_gaps_seconds"] for tau, h in hl.items()}
-    print("median t_half within the gaps (s):", inside)
-    assert all(v is not None for v in inside.values())
-    assert inside[5] < inside[15] < inside[45]
-    # The count of extrapolated fits agrees with the per-case rows' own gaps.
+    print("median t_half within the gaps (s):", inside,
+          "below/beyond:", {t: (h["n_below_gaps"], h["n_beyond_gaps"]) for t, h in hl.items()})
     for tau, h in hl.items():
         rows = runs[f"decay:{tau}"][1]
-        beyond = sum(r["half_life_status"] == "official"
-                     and r["t_half_seconds"] > r["gap_max_seconds"] for r in rows)
-        assert h["n_beyond_gaps"] == beyond, tau
+        official = [r for r in rows if r["half_life_status"] == "official"]
+        below = sum(r["t_half_seconds"] < r["gap_min_seconds"] for r in official)
+        beyond = sum(r["t_half_seconds"] > r["gap_max_seconds"] for r in official)
+        assert (h["n_below_gaps"], h["n_beyond_gaps"]) == (below, beyond), tau
+        within = [r["t_half_seconds"] for r in official
+                  if r["gap_min_seconds"] <= r["t_half_seconds"] <= r["gap_max_seconds"]]
+        assert inside[tau] == (float(np.median(within)) if within else None), tau
+    assert hl[5]["n_below_gaps"] >= 1
+
+
+def test_model_level_half_life_ranks_decay_and_lands_near_the_truth(runs):
+    # vidmem's model-level estimate (one decay time over the run's cases) on the same
+    # runs ranks the settings. It is not closer to the truth than the per-case median:
+    # benchmarks/bench_halflife_recovery.py (build seeds 0-3, decay:6/15/40) found it
+    # within 1.23-3.25x (worst per seed) against 1.28-1.50x for the per-case median; here
+    # (build seed 0, decay:5/15/45) 3.03x, 1.39x and 1.19x. The bound is a factor 4.
+    est = {tau: runs[f"decay:{tau}"][0]["overall"]["model_half_life"] for tau in TAUS}
+    print("model-level t_half (s):", {t: (round(m["t_half_seconds"] or -1, 2),
+                                          m["ci_low_seconds"], m["ci_high_seconds"])
+                                      for t, m in est.items()})
+    assert all(m["status"] == "estimate" for m in est.values())
+    t = {tau: m["t_half_seconds"] for tau, m in est.items()}
+    assert t[5] < t[15] < t[45]
+    for tau, t_half in t.items():
+        assert 1 / 4 <= t_half / (tau * np.log(2)) <= 4.0, (tau, t_half)
+    # Every sim rollout moves as planned: the camera gate passes all of them.
+    for memory, (result, rows, *_) in runs.items():
+        cam = result["overall"]["camera_gate"]
+        assert cam["n_evaluable"] == cam["n_checked"] == len(rows), memory
 
 
 def test_cli_run_with_the_sim_generator(loop_root, tmp_path, capsys):
