@@ -38,6 +38,8 @@ with one produced under another.
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import importlib
 import importlib.resources
@@ -53,12 +55,47 @@ import numpy as np
 from vidmem.errors import UserInputError
 from vidmem.models.protocols import JudgeRequest
 
-__all__ = ["PromptTemplate", "load_prompt"]
+__all__ = ["PromptTemplate", "answer_schema", "load_prompt"]
 
 _FIELDS = {"benchmark": str, "name": str, "version": int, "language": str, "answer": str,
            "template": str}
 #: optional fields and their types (defaults: tolerant reading, the judge's own limit)
 _OPTIONAL = {"strict_json": bool, "max_tokens": int}
+
+
+@functools.lru_cache(maxsize=8192)
+def answer_schema(model: type) -> dict[str, Any]:
+    """The JSON schema of the pydantic answer model ``model``, built once per class.
+
+    Every judge question needs it three times (its prompt, its answer-cache key, the
+    request body's ``response_format``), and pydantic rebuilds it on each call
+    (0.2-0.7 ms); answer models are classes made once (narrowed ones are themselves
+    cached by roster), so the schema is kept per class. The returned dict is shared:
+    read it, never change it.
+
+    Example:
+        >>> answer_schema(_Present) is answer_schema(_Present)
+        True
+        >>> answer_schema(_Present)["required"]
+        ['present']
+    """
+    return model.model_json_schema()  # type: ignore[attr-defined,no-any-return]
+
+
+@functools.lru_cache(maxsize=8192)
+def _schema_text(model: type) -> str:
+    return json.dumps(answer_schema(model), indent=2)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(template: str) -> Any:
+    """The Jinja2 template of a prompt file's source, compiled once per source text
+    (compiling is ~30x the cost of rendering; prompts are rendered once per question)."""
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
+                             autoescape=False)
+    return env.from_string(template)
 
 
 @dataclass(frozen=True)
@@ -94,19 +131,17 @@ class PromptTemplate:
 
     @property
     def answer_schema(self) -> dict[str, Any]:
-        return self.answer_model.model_json_schema()  # type: ignore[attr-defined]
+        """The file's answer model's JSON schema (the caller's own copy)."""
+        return copy.deepcopy(answer_schema(self.answer_model))
 
     def render(self, answer_model: type | None = None, **values: Any) -> str:
         """The prompt text for ``values`` (plus ``answer_schema``: that of ``answer_model``,
         default the file's), stripped."""
         import jinja2
 
-        schema = (answer_model or self.answer_model).model_json_schema()  # type: ignore[attr-defined]
-        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
-                                 autoescape=False)
         try:
-            text = env.from_string(self.template).render(
-                answer_schema=json.dumps(schema, indent=2), **values)
+            text = _compiled(self.template).render(
+                answer_schema=_schema_text(answer_model or self.answer_model), **values)
         except jinja2.TemplateError as exc:
             raise UserInputError(
                 f"judge prompt {self.path}: cannot render it ({exc})",
