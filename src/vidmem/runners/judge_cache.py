@@ -39,6 +39,7 @@ from typing import Any
 from vidmem.errors import JudgeUnavailableError, StoreError
 from vidmem.io.hashing import content_hash
 from vidmem.models.backends.judge_common import request_problem
+from vidmem.models.prompt_files import answer_schema
 from vidmem.models.protocols import Judge, JudgeRequest, JudgeResult
 from vidmem.runners.cache import default_cache_dir
 
@@ -118,7 +119,7 @@ def answer_key(identity: Mapping[str, Any], request: JudgeRequest) -> str:
         "images": list(request.images),  # hashed by pixels, shape and dtype
         "required_keys": list(request.required_keys),
         "key_types": {k: list(v) for k, v in request.key_types.items()},
-        "answer_schema": None if model is None else model.model_json_schema(),
+        "answer_schema": None if model is None else answer_schema(model),
         "payload": request.payload,
         "contract": request.contract,
         # how the reply is read and how long it may be change which answers come back

@@ -82,6 +82,7 @@ from vidmem.models.backends.judge_openai_http import (
     redact_url,
     remember_socket,
 )
+from vidmem.models.prompt_files import answer_schema
 from vidmem.models.protocols import JudgeRequest, JudgeResult
 from vidmem.values import is_int
 
@@ -372,7 +373,7 @@ class OpenAIJudge(ChatServerCalls, JudgeExchange, BackendBase):
         if answer_model is not None and self.json_schema and self.schema_refused is None:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": answer_model.__name__,
-                "schema": answer_model.model_json_schema(),  # type: ignore[attr-defined]
+                "schema": answer_schema(answer_model),
             }}
         elif self.response_format_json:
             body["response_format"] = {"type": "json_object"}
