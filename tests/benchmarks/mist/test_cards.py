@@ -54,6 +54,27 @@ def test_json_list_and_single_file(sim, tmp_path):
     assert len(validate_cards(tmp_path / "c.json").cards) == 1
 
 
+def test_another_benchmarks_json_beside_the_cards_is_one_clear_error_per_file(sim, tmp_path):
+    # a Track-B build in the same folder: gold stories and prompts, none a MIST card
+    _, rows = sim
+    root = _write(tmp_path / "SIM", rows[:2])
+    (root / "gt").mkdir()
+    (root / "gt" / "0001_sim_s0.json").write_text(json.dumps({"story_id": "s", "segments": []}))
+    (root / "sut_prompts").mkdir()
+    (root / "sut_prompts" / "0001.json").write_text(json.dumps([{"segment_id": "seg_001"}]))
+    report = validate_cards(root)
+    assert not report.ok
+    assert _fields(report) == {("gt/0001_sim_s0.json", "", "error"),
+                               ("sut_prompts/0001.json", "", "error")}
+    assert all("not a MIST card file" in p.message and "a folder of their own" in p.message
+               for p in report.problems)
+    # a card with a field wrong is still a card: its errors are the card's own
+    broken = {k: v for k, v in rows[0].items() if k != "shots"}
+    (root / "gt" / "0001_sim_s0.json").write_text(json.dumps(broken))
+    assert ("gt/0001_sim_s0.json [" + rows[0]["case_id"] + "]", "shots", "error") in \
+        _fields(validate_cards(root))
+
+
 @pytest.mark.skipif(not yaml_available(), reason="PyYAML not installed")
 def test_yaml_cards(sim, tmp_path):
     import yaml

@@ -43,9 +43,10 @@ def run(bench: Any, base: Path, *, quiet: bool) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for memory in MEMORIES:
         options = {"memory": memory, "seed": SEED}
-        summary, run_dir, _, _ = runner.run_benchmark(
+        outcome = runner.run_benchmark(
             bench, ds, videos=None, out=base / memory, gen=("sim", options), config=cfg,
             allow_missing=False, workers=1, resume=True, overwrite=False, quiet=quiet, argv=[])
+        summary, run_dir = outcome.summary, outcome.run
         summary["report"] = summary["report"]["html"]
         summary["per_task"] = {r["task_id"]: r["score"] for r in run_dir.scores()}
         results[memory] = summary

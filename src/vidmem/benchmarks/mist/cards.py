@@ -168,7 +168,7 @@ def _parse_file(path: Path, rel: str, sink: _Sink) -> list[tuple[int | None, str
             except (json.JSONDecodeError, RecursionError) as exc:
                 sink.add(f"{rel} [line {n}]", "", f"not valid JSON ({exc}); write one card "
                          "object per line", line=n)
-        return out
+        return _cards_or_foreign(out, rel, sink)
     if suffix == ".json":
         try:
             obj = json.loads(text)
@@ -190,11 +190,30 @@ def _parse_file(path: Path, rel: str, sink: _Sink) -> list[tuple[int | None, str
     if isinstance(obj, dict) and "cases" in obj and "case_id" not in obj:
         obj = obj["cases"]
     if isinstance(obj, dict):
-        return [(None, "item 0", obj)]
+        return _cards_or_foreign([(None, "item 0", obj)], rel, sink)
     if isinstance(obj, list):
-        return [(None, f"item {i}", x) for i, x in enumerate(obj)]
+        return _cards_or_foreign([(None, f"item {i}", x) for i, x in enumerate(obj)], rel, sink)
     sink.add(rel, "", f"expected a card object, a list of cards or {{'cases': [...]}}, "
              f"found {type_name(obj)} {excerpt(obj)}")
+    return []
+
+
+#: top-level fields of a card; a file none of whose objects has one is not a card file
+_CARD_FIELDS = frozenset({"case_id", "family", "actor", "objects", "containers", "operations",
+                          "reveal", "target", "shots"})
+
+
+def _cards_or_foreign(found: list[tuple[int | None, str, Any]], rel: str,
+                      sink: _Sink) -> list[tuple[int | None, str, Any]]:
+    """``found``, or one error for the file when none of its objects looks like a card
+    (another benchmark's JSON in the same folder, e.g. a Track-B build's ``gt/``):
+    one line that names the cause instead of a missing-field error per field."""
+    if not found or any(isinstance(x, dict) and _CARD_FIELDS & set(x) for _, _, x in found):
+        return found
+    sink.add(rel, "", "not a MIST card file: none of its objects has a MIST card field "
+             f"({', '.join(sorted(_CARD_FIELDS))}); MIST reads every *.json, *.jsonl and "
+             "*.yaml under --root, so keep the cards in a folder of their own (e.g. vidmem "
+             "sim build mist --out SIM-mist) and point --root there")
     return []
 
 
