@@ -16,6 +16,7 @@ What it measures:
 Usage::
 
     python benchmarks/bench_video.py --workdir /tmp/vidmem-bench --json results.json
+    python benchmarks/bench_video.py --tiny --workdir DIR   (4 s and 2 s clips, 320x180: a smoke run)
 
 The table goes to stdout; ``--json -`` prints the JSON to stdout instead of a file.
 Clips are kept in ``--workdir`` and reused when present (``--remake`` rebuilds them).
@@ -54,13 +55,14 @@ def vm_hwm_kib() -> int:
     raise RuntimeError("VmHWM not found in /proc/self/status (Linux only)")
 
 
-def make_clip(path: Path, seconds: int, gop: int, remake: bool) -> dict[str, Any]:
+def make_clip(path: Path, seconds: int, gop: int, remake: bool,
+              size: tuple[int, int] = (WIDTH, HEIGHT)) -> dict[str, Any]:
     """Encode (or reuse) a ``seconds``-long indexed clip; return how it was made."""
     n = seconds * FPS
     made = False
     t0 = time.perf_counter()
     if remake or not path.exists():
-        V.write_video(path, iter_indexed_frames(n, (WIDTH, HEIGHT), seed=7), FPS, crf=CRF, gop=gop)
+        V.write_video(path, iter_indexed_frames(n, size, seed=7), FPS, crf=CRF, gop=gop)
         made = True
     encode_s = time.perf_counter() - t0
     V.clear_probe_cache()
@@ -74,8 +76,8 @@ def make_clip(path: Path, seconds: int, gop: int, remake: bool) -> dict[str, Any
         "path": str(path),
         "seconds": seconds,
         "n_frames": n,
-        "width": WIDTH,
-        "height": HEIGHT,
+        "width": size[0],
+        "height": size[1],
         "fps": FPS,
         "crf": CRF,
         "gop_requested": gop,
@@ -195,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16, help="batch size for memory run")
     parser.add_argument("--remake", action="store_true", help="re-encode the clips")
+    parser.add_argument("--long-seconds", type=int, default=60, help="the long clip's length")
+    parser.add_argument("--short-seconds", type=int, default=10, help="the short clip's length")
+    parser.add_argument("--size", default=f"{WIDTH}x{HEIGHT}", help="frame size WxH")
+    parser.add_argument("--tiny", action="store_true",
+                        help="4 s and 2 s clips of 320x180, gop 15, 1 repeat (smoke run)")
     parser.add_argument("--child-stream", help=argparse.SUPPRESS)
     parser.add_argument("--child-batch", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -203,17 +210,21 @@ def main(argv: list[str] | None = None) -> int:
         child_stream(args.child_stream, args.child_batch)
         return 0
 
+    if args.tiny:
+        args.long_seconds, args.short_seconds, args.size, args.gop, args.repeats = 4, 2, "320x180", 15, 1
+    width, height = (int(v) for v in args.size.split("x"))
     args.workdir.mkdir(parents=True, exist_ok=True)
-    long_clip = args.workdir / f"indexed_60s_gop{args.gop}.mp4"
-    short_clip = args.workdir / f"indexed_10s_gop{args.gop}.mp4"
+    long_s, short_s = f"{args.long_seconds}s", f"{args.short_seconds}s"
+    long_clip = args.workdir / f"indexed_{long_s}_{args.size}_gop{args.gop}.mp4"
+    short_clip = args.workdir / f"indexed_{short_s}_{args.size}_gop{args.gop}.mp4"
     clips = {
-        "60s": make_clip(long_clip, 60, args.gop, args.remake),
-        "10s": make_clip(short_clip, 10, args.gop, args.remake),
+        long_s: make_clip(long_clip, args.long_seconds, args.gop, args.remake, (width, height)),
+        short_s: make_clip(short_clip, args.short_seconds, args.gop, args.remake, (width, height)),
     }
     sparse = bench_sparse(long_clip, args.repeats)
     memory = {
         f"{name}_{mode}": bench_memory(path, bs)
-        for name, path in (("10s", short_clip), ("60s", long_clip))
+        for name, path in ((short_s, short_clip), (long_s, long_clip))
         for mode, bs in (("frames", None), (f"batch{args.batch_size}", args.batch_size))
     }
     result = {
@@ -228,15 +239,15 @@ def main(argv: list[str] | None = None) -> int:
         "stream_memory": memory,
     }
 
-    c = clips["60s"]
+    c = clips[long_s]
     print(
-        f"clip: {c['n_frames']} frames {WIDTH}x{HEIGHT} @ {FPS} fps, crf {CRF}, "
+        f"clip: {c['n_frames']} frames {width}x{height} @ {FPS} fps, crf {CRF}, "
         f"gop {c['gop_measured']} ({c['keyframes']} keyframes), {c['file_mib']} MiB, "
         f"cold probe {c['probe_cold_seconds'] * 1000:.1f} ms"
     )
     print()
     print(f"{'sparse read (median of ' + str(args.repeats) + ')':<44}{'seconds':>10}")
-    print(f"{'read_frames, 8 frames spread over 60 s':<44}{sparse['read_frames_8_seconds']:>10.4f}")
+    print(f"{'read_frames, 8 frames spread over ' + long_s:<44}{sparse['read_frames_8_seconds']:>10.4f}")
     print(f"{'PyAV decode of one GOP (no RGB)':<44}{sparse['decode_one_gop_pyav_seconds']:>10.4f}")
     print(f"{'read_frames of one GOP (RGB)':<44}{sparse['read_frames_one_gop_rgb_seconds']:>10.4f}")
     print(
