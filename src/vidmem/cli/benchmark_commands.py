@@ -182,6 +182,30 @@ def judge_cache_path(value: str | None) -> Path | None:
     return None if value.strip().lower() in ("off", "none", "no") else Path(value).expanduser()
 
 
+def supports(verb: str, bench: Any) -> bool:
+    """Whether ``vidmem VERB <bench>`` does something for this benchmark.
+
+    ``requests`` needs a benchmark that generates, ``stats`` one with corpus statistics,
+    ``analyze`` one that declares analyses; ``validate``, ``score`` and ``run`` every one
+    (the ``run`` of a benchmark that generates nothing scores the given videos).
+
+    Example:
+        >>> from vidmem.registry import BENCHMARKS
+        >>> track_a = BENCHMARKS.load("vmem_track_a")
+        >>> supports("requests", track_a), supports("score", track_a)
+        (False, True)
+    """
+    from vidmem.benchmarks.contract import Benchmark
+
+    if verb == "requests":
+        return bool(bench.generates)
+    if verb == "stats":
+        return getattr(type(bench), "corpus_stats", None) is not Benchmark.corpus_stats
+    if verb == "analyze":
+        return bool(getattr(bench, "analyses", None))
+    return True
+
+
 def make_command(verb: str, bench: Any) -> Any:
     """The click command of ``vidmem VERB <bench.name>``."""
     if verb == "validate":
