@@ -27,7 +27,8 @@ the driver caps its own at 1 too, so local x1 is one core like ray x1. The defau
 reported as ``local_x1_all_threads``. Every run starts cold (the driver's loaded models
 are dropped; pools and actors load their own), and the four are interleaved over the
 repeats. The machine's load average is reported: on a shared machine the speedups are
-lower bounds.
+lower bounds. ``--tiny`` (1 context video, no workload ceiling, short loops) is a smoke run
+whose numbers mean nothing.
 
 Usage: python benchmarks/bench_executor.py [--n-cases 8] [--repeats 1] [--workdir DIR]
 """
@@ -139,7 +140,12 @@ def main() -> None:
     ap.add_argument("--n-cases", type=int, default=8, help="context videos (2 tasks each)")
     ap.add_argument("--repeats", type=int, default=1, help="timings per executor (median)")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--tiny", action="store_true",
+                    help="1 context video, short ceilings, no workload ceiling (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.n_cases, args.repeats = 1, 1
+    burn, n_calls = (200_000, 5) if args.tiny else (20_000_000, 200)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-executor-"))
     work.mkdir(parents=True, exist_ok=True)
 
@@ -169,7 +175,7 @@ def main() -> None:
                   for x in bench.score_items(ds, scan, cfg, work / "gen")]
     outputs: dict[str, tuple[bytes, bytes]] = {}
     load_before = os.getloadavg()[0]
-    all_threads = timed("local_x1_all_threads", "local", 1, 0)
+    all_threads = None if args.tiny else timed("local_x1_all_threads", "local", 1, 0)
     limit_threads(1)
 
     import ray
@@ -177,13 +183,14 @@ def main() -> None:
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray_init = time.perf_counter() - t0
-    overheads = ray_overheads(ray, 200)
+    overheads = ray_overheads(ray, n_calls)
 
     seconds: dict[str, list[float]] = {}
     ceilings, workload = [], []
     for rep in range(args.repeats):
-        ceilings.append(machine_ceiling())
-        workload.append(workload_ceiling(work_items))
+        ceilings.append(machine_ceiling(burn))
+        if not args.tiny:  # two spawned pools: the slowest part of a smoke run
+            workload.append(workload_ceiling(work_items))
         for kind, workers in RUNS:
             name = f"{kind}_x{workers}"
             seconds.setdefault(name, []).append(timed(name, kind, workers, rep))
@@ -193,7 +200,7 @@ def main() -> None:
         "tasks": n_items, "repeats": args.repeats,
         "seconds": {k: round(v, 2) for k, v in med.items()},
         "seconds_per_repeat": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
-        "local_x1_all_threads_seconds": round(all_threads, 2),
+        "local_x1_all_threads_seconds": None if all_threads is None else round(all_threads, 2),
         "speedup_2_vs_1": {"local": round(med["local_x1"] / med["local_x2"], 2),
                            "ray": round(med["ray_x1"] / med["ray_x2"], 2)},
         "machine_ceiling_2_vs_1": [round(c, 2) for c in ceilings],
