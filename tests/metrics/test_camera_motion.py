@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from skimage import data, transform
 
+from vidmem.benchmarks.memory_loop.camera_flow import flow_motion
 from vidmem.errors import UserInputError
 from vidmem.metrics.camera_motion import (
     MIN_RATE,
     camera_gate,
-    flow_motion,
     planned_step_motion,
     step_frames,
 )

@@ -6,10 +6,11 @@ identical and scores a near-perfect fidelity without remembering anything. A loo
 tests memory only if the camera did go away, so vidmem (beyond the protocol card)
 measures the motion in the pixels and compares it with the loop's plan.
 
-**Measured motion.** Frames ``step`` apart (about :data:`STEP_SECONDS`) are turned
-grey, downscaled to :data:`MOTION_WIDTH` pixels wide (area averaging) and compared
-with OpenCV's dense Farneback optical flow (:func:`cv2.calcOpticalFlowFarneback`,
-the settings in :data:`FARNEBACK`). The motion of a step is the mean flow magnitude
+**Measured motion** (:func:`vidmem.benchmarks.memory_loop.camera_flow.flow_motion`,
+which holds the image work so that this module stays pure). Frames ``step`` apart
+(about :data:`STEP_SECONDS`) are turned grey, downscaled to 160 pixels wide (area
+averaging) and compared with OpenCV's dense Farneback optical flow (the
+``classic/farneback`` backend's settings). The motion of a step is the mean flow magnitude
 in frame widths, divided by the step's seconds: *frame widths per second*. A camera
 turn moves every pixel; a dolly moves pixels outward from the centre; both register.
 On photographs the flow is exact to about 8 px a step (5% of the width); a faster pan
@@ -37,7 +38,6 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-import cv2
 import numpy as np
 from scipy.stats import spearmanr
 
@@ -45,77 +45,24 @@ from vidmem.errors import UserInputError
 from vidmem.metrics.pose_distance import DEFAULT_ROTATION_WEIGHT, pose_distance_matrix
 
 __all__ = [
-    "FARNEBACK",
     "MIN_MOVING_SHARE",
     "MIN_RATE",
-    "MOTION_WIDTH",
     "MOVING_FRACTION",
     "STEP_SECONDS",
     "CameraGate",
     "camera_gate",
-    "flow_motion",
     "planned_step_motion",
     "step_frames",
 ]
 
 #: Frames are compared about this many seconds apart (at least one frame).
 STEP_SECONDS = 0.25
-#: Frames are downscaled to this width (pixels) before the flow.
-MOTION_WIDTH = 160
-#: Farneback settings: 3-level pyramid halving each level, 15 px window, 3 iterations,
-#: 5-pixel polynomial neighbourhood (OpenCV's documented example values).
-FARNEBACK = {"pyr_scale": 0.5, "levels": 3, "winsize": 15, "iterations": 3, "poly_n": 5,
-             "poly_sigma": 1.2, "flags": 0}
 #: A step moved when the mean flow is at least this many frame widths per second.
 MIN_RATE = 0.002
 #: A step is a planned move when its pose distance is >= this share of the fastest.
 MOVING_FRACTION = 0.25
 #: The video is evaluable when it moved on at least this share of the planned moves.
 MIN_MOVING_SHARE = 0.5
-
-
-def _grey_small(frame: np.ndarray, width: int) -> np.ndarray:
-    img = np.asarray(frame)
-    if img.ndim == 3:
-        img = cv2.cvtColor(np.ascontiguousarray(img[..., :3], dtype=np.uint8), cv2.COLOR_RGB2GRAY)
-    elif img.ndim != 2:
-        raise UserInputError(f"flow_motion: a frame must be (H, W) or (H, W, 3), found shape "
-                             f"{img.shape}", hint="pass decoded RGB uint8 frames")
-    img = np.ascontiguousarray(img, dtype=np.uint8)
-    h, w = img.shape
-    if w != width:
-        img = cv2.resize(img, (width, max(1, round(h * width / w))), interpolation=cv2.INTER_AREA)
-    return img
-
-
-def flow_motion(first: np.ndarray, second: np.ndarray, *, width: int = MOTION_WIDTH) -> float:
-    """Mean dense optical-flow magnitude from ``first`` to ``second``, in frame widths.
-
-    Args:
-        first, second: ``(H, W, 3)`` RGB or ``(H, W)`` grey uint8 frames of one size.
-        width: frames are downscaled to this width first (pixels).
-
-    Returns:
-        Mean Farneback flow magnitude divided by ``width`` (about 0 for identical frames).
-
-    Raises:
-        UserInputError: frames of different shapes or not 2-D/3-D.
-
-    Example:
-        >>> rng = np.random.default_rng(0)
-        >>> tex = cv2.GaussianBlur(rng.integers(0, 256, (90, 200)).astype(np.uint8), (0, 0), 2)
-        >>> a, b = tex[:, 20:180], tex[:, 24:184]  # the view pans 4 px (of 160)
-        >>> round(flow_motion(a, b) * 160)  # about 4 px (borders see less of the pan)
-        4
-        >>> flow_motion(a, a) < 1e-4  # identical frames: no motion
-        True
-    """
-    if np.shape(first) != np.shape(second):
-        raise UserInputError(f"flow_motion: frames differ in shape ({np.shape(first)} vs "
-                             f"{np.shape(second)})", hint="compare frames of one video")
-    a, b = _grey_small(first, width), _grey_small(second, width)
-    flow = cv2.calcOpticalFlowFarneback(a, b, None, **FARNEBACK)
-    return float(np.hypot(flow[..., 0], flow[..., 1]).mean()) / width
 
 
 def step_frames(n_frames: int, fps: float, *, step_seconds: float = STEP_SECONDS) -> np.ndarray:

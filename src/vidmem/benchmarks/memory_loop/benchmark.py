@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from vidmem.benchmarks.contract import Benchmark, Outcome, Rollout, ScoreItem
-from vidmem.benchmarks.memory_loop import cli
+from vidmem.benchmarks.memory_loop import camera_flow, cli
 from vidmem.benchmarks.memory_loop import data as md
 from vidmem.benchmarks.memory_loop.aggregate import BOOTSTRAP, aggregate
 from vidmem.benchmarks.memory_loop.requests import pose_source
@@ -271,7 +271,7 @@ class MemoryLoop(Benchmark):
                 "rule": "vidmem gate, beyond the card: a loop tests memory only if the camera "
                 "moved; dense Farneback optical flow between frames "
                 f"{camera_motion.STEP_SECONDS:g} s apart (at least one frame), grey, downscaled "
-                f"to {camera_motion.MOTION_WIDTH} px wide, mean magnitude in frame widths per "
+                f"to {camera_flow.MOTION_WIDTH} px wide, mean magnitude in frame widths per "
                 "second, against the loop's planned camera path on the same frame grid (protocol "
                 "pose distance per step); evaluable when the video moved on >= "
                 f"{camera_motion.MIN_MOVING_SHARE:g} of the planned moves, else not_evaluable "
@@ -288,7 +288,7 @@ class MemoryLoop(Benchmark):
                 "min_moving_share": camera_motion.MIN_MOVING_SHARE,
                 "min_moving_share_reason": "half the planned moves: a generator may keep its own "
                 "pace, but a camera that stands still through most of the loop tests no memory",
-                "farneback": dict(camera_motion.FARNEBACK),
+                "farneback": dict(camera_flow.FARNEBACK),
                 "rank_correlation": "Spearman correlation of measured and planned step motion, a "
                 "diagnostic only (a generator need not keep the plan's pace)",
                 "reporting": "coverage = evaluable / checked cases, shown beside fidelity, and the "

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from vidmem.benchmarks.memory_loop import camera_flow
 from vidmem.benchmarks.memory_loop.requests import read_pose_track
 from vidmem.benchmarks.memory_loop.schema import MemoryLoopCase
 from vidmem.errors import UserInputError
@@ -198,7 +199,7 @@ def camera_compliance(video: str | Path, info: VideoInfo, loop_id: str) -> dict[
     prev = None
     for _, frame in iter_frames(video, stride=stride, stats=stats):
         if prev is not None:
-            measured.append(camera_motion.flow_motion(prev, frame))
+            measured.append(camera_flow.flow_motion(prev, frame))
         prev = frame
     planned = camera_motion.planned_step_motion(planned_c2w(loop_id, info.n_frames), idx)
     gate = camera_motion.camera_gate(measured, planned, stride / info.fps)
