@@ -53,7 +53,8 @@ def analyze_command(bench: Any) -> Any:
         if as_json:
             print_json({n: r["result"] for n, r in results.items()})
             return
-        for name in results:
+        for name, record in results.items():
+            _print_headline(bench, name, record["result"])
             console.print(f"{name}: {opened.path / 'analyses' / (name + '.json')}",
                           highlight=False)
         console.print(f"report: {paths['html']}", highlight=False)
@@ -80,6 +81,28 @@ def analyze_command(bench: Any) -> Any:
     return _command(analyze, params,
                     f"Run {bench.title}'s post-scoring analyses on a scored run; write "
                     "RUN/analyses/<name>.json and render the report again.")
+
+
+def _print_headline(bench: Any, name: str, result: Any) -> None:
+    """Print an analysis's headline numbers as a table, when its module offers
+    ``headline(result) -> {"title", "columns", "rows", "note"}`` (the numbers, not only
+    the file they are in)."""
+    from rich.table import Table
+
+    from vidmem.runners.analysis_run import analysis_module
+
+    make = getattr(analysis_module(bench, name), "headline", None)
+    if make is None:
+        return
+    head = make(result)
+    table = Table(title=head["title"], caption=head.get("note"), title_justify="left",
+                  caption_justify="left")
+    for i, col in enumerate(head["columns"]):
+        # the first column holds ids: never wrapped into each other
+        table.add_column(col, no_wrap=i == 0, justify="left" if i == 0 else "right")
+    for row in head["rows"]:
+        table.add_row(*row)
+    console.print(table)
 
 
 def _run_argument() -> Any:

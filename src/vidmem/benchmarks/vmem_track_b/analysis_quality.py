@@ -34,7 +34,7 @@ from vidmem.errors import UserInputError
 from vidmem.metrics.clip_quality import METRICS, clip_quality
 from vidmem.metrics.clip_quality import PROTOCOL as METRICS_PROTOCOL
 
-__all__ = ["KIND", "PROTOCOL", "report", "run"]
+__all__ = ["KIND", "PROTOCOL", "headline", "report", "run"]
 
 #: the item-store kind of this analysis's per-story items
 KIND = "analysis:quality"
@@ -280,6 +280,39 @@ def run(run: Any, options: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ report
+
+#: short column names of the terminal summary (the five fit 80 columns with their means)
+_SHORT = {"subject_consistency": "subject", "background_consistency": "background",
+          "temporal_flickering": "flicker", "motion_smoothness": "smooth",
+          "dynamic_degree": "dynamic"}
+
+
+def headline(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The terminal summary of a result: per condition its clips and each metric's mean.
+
+    Returns:
+        ``{"title", "columns", "rows", "note"}`` (strings), for ``vidmem analyze`` to
+        print as a table after the analysis finishes.
+
+    Example:
+        >>> m = {"mean": 0.5, "ci_low": None, "ci_high": None}
+        >>> h = headline({"conditions": {"none": {"n_clips": 2, "means": dict.fromkeys(
+        ...     METRICS, m)}}, "seconds_per_clip": 1.25, "n_missing_clips": 0})
+        >>> h["columns"][:3], h["rows"], h["note"]
+        (['condition', 'clips', 'subject'], [['none', '2', '0.500', '0.500', '0.500', '0.500', '0.500']], '1.25 s per clip measured, 0 missing; means (dynamic: share of dynamic clips)')
+    """
+    def mean(m: Mapping[str, Any]) -> str:
+        return "n/a" if m["mean"] is None else f"{m['mean']:.3f}"
+
+    per = data.get("seconds_per_clip")
+    timing = "" if per is None else f"{per:.2f} s per clip measured, "
+    return {"title": "Clip quality (not memory)",
+            "columns": ["condition", "clips", *(_SHORT[m] for m in METRICS)],
+            "rows": [[c, str(s["n_clips"]), *(mean(s["means"][m]) for m in METRICS)]
+                     for c, s in data["conditions"].items()],
+            "note": f"{timing}{data['n_missing_clips']} missing; means (dynamic: share of "
+                    "dynamic clips)"}
+
 
 
 def _cell(m: Mapping[str, Any]) -> str:
