@@ -102,7 +102,11 @@ def test_run_json_from_before_location_keys_still_resumes(tmp_path):
     old = RunManifest(benchmark="b", benchmark_version="1", command=[],
                       config={"gold_root": "rel/gold", "scorer": {"k": 8}})
     assert old.location_keys == []
-    RunDir.create(tmp_path / "run", old).set_status("failed")
+    first = RunDir.create(tmp_path / "run", old)
+    with first.items() as store:  # one finished item: a run with nothing done just restarts
+        store.put("k", item_id="a", kind="k", request=1)
+    first.set_status("failed")
+    del first
     new = RunManifest(benchmark="b", benchmark_version="1", command=[],
                       config={"gold_root": InputLocation(tmp_path / "gold"), "scorer": {"k": 8}})
     run = RunDir.create(tmp_path / "run", new, resume=True)

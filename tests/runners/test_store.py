@@ -276,8 +276,11 @@ def test_complete_run_is_reopened(tmp_path):
 
 
 def test_unfinished_run_needs_resume(tmp_path):
-    RunDir.create(tmp_path / "run", helpers.make_manifest())  # status stays 'running'
-    with pytest.raises(StoreError, match="unfinished run.*status 'running'") as info:
+    run = RunDir.create(tmp_path / "run", helpers.make_manifest())  # status stays 'running'
+    with run.items() as store:  # one finished item: a run with nothing done just restarts
+        store.put("k", item_id="a", kind="k", request=1)
+    del run
+    with pytest.raises(StoreError, match="unfinished run.*status 'interrupted'") as info:
         RunDir.create(tmp_path / "run", helpers.make_manifest())
     assert "--resume" in str(info.value) and "--out" in str(info.value)
     run = RunDir.create(tmp_path / "run", helpers.make_manifest(), resume=True)
@@ -290,7 +293,10 @@ def test_unfinished_run_needs_resume(tmp_path):
 
 
 def test_different_config_lists_differing_keys(tmp_path):
-    RunDir.create(tmp_path / "run", helpers.make_manifest(judge="a", thresh=0.5))
+    run = RunDir.create(tmp_path / "run", helpers.make_manifest(judge="a", thresh=0.5))
+    with run.items() as store:  # one finished item: a run with nothing done just restarts
+        store.put("k", item_id="a", kind="k", request=1)
+    del run
     with pytest.raises(StoreError, match="different configuration") as info:
         RunDir.create(tmp_path / "run", helpers.make_manifest(judge="a", thresh=0.7), resume=True)
     msg = str(info.value)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from vidmem.cli.common import console, print_json
+from vidmem.cli.common import console, err_console, print_json
 from vidmem.errors import UserInputError
 
 VERBS = ("validate", "requests", "score", "run", "stats")
@@ -226,6 +226,7 @@ def make_command(verb: str, bench: Any) -> Any:
         from vidmem.generators.loading import parse_options
         from vidmem.runners.benchmark_run import print_result, run_benchmark
         from vidmem.runners.judge_health import MAX_UNPARSABLE
+        from vidmem.runners.store import NOTICE
 
         scorer_names = [o.name for o in bench.scorer_options]
         token = COMMAND_ROOT.set(Path(values["root"]))  # where an offline deck is looked for
@@ -238,14 +239,21 @@ def make_command(verb: str, bench: Any) -> Any:
         gen = None if videos else (values["generator"], parse_options(values["generator_opt"]))
         quiet = values["quiet"] or values["as_json"]
         executor = executor_spec(values, Path(values["root"]).resolve())
-        outcome = run_benchmark(
-            bench, bench.load(values["root"]), videos=values.get("videos"), out=values["out"],
-            gen=gen, config=config, allow_missing=values["allow_missing"],
-            workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
-            quiet=quiet, options=options, requests=requests,
-            judge_cache=judge_cache_path(values["judge_cache"]) if bench.asks_judge else None,
-            executor=executor,
-            max_unparsable=values["max_unparsable"] if bench.asks_judge else MAX_UNPARSABLE)
+        # what the run directory did on its own (a failed first attempt replaced) is said
+        # at once, not after the run
+        notice = NOTICE.set(lambda text: err_console.print(f"note: {text}", markup=False, highlight=False,
+                                                           soft_wrap=True))
+        try:
+            outcome = run_benchmark(
+                bench, bench.load(values["root"]), videos=values.get("videos"), out=values["out"],
+                gen=gen, config=config, allow_missing=values["allow_missing"],
+                workers=values["workers"], resume=values["resume"], overwrite=values["overwrite"],
+                quiet=quiet, options=options, requests=requests,
+                judge_cache=judge_cache_path(values["judge_cache"]) if bench.asks_judge else None,
+                executor=executor,
+                max_unparsable=values["max_unparsable"] if bench.asks_judge else MAX_UNPARSABLE)
+        finally:
+            NOTICE.reset(notice)
         if values["as_json"]:
             print_json(outcome.summary)
         elif not quiet:

@@ -62,7 +62,9 @@ RUN_SCHEMA_VERSION = 1
 
 RUN_JSON = "run.json"
 
-RunStatus = Literal["running", "complete", "failed"]
+#: ``interrupted`` is never written by a live run: it is how a run.json that says
+#: ``running`` reads once no process holds the run's lock (the writer died mid-run)
+RunStatus = Literal["running", "complete", "failed", "interrupted"]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -202,7 +204,8 @@ class RunManifest(BaseModel):
         seeds: named random seeds.
         backends: backend name -> :class:`BackendRecord` (weights path and hash...).
         protocol: the protocol choices made (e.g. which judge, which thresholds).
-        status: ``running`` | ``complete`` | ``failed``.
+        status: ``running`` | ``complete`` | ``failed``; ``interrupted`` when read
+            (:meth:`RunDir.open`) from a ``running`` run whose writer is gone.
         counts: item counts (total, done, error...).
         finished_at: UTC ISO time the run completed or failed, else ``None``.
         calibration: analysis -> settings key -> a calibration frozen before the

@@ -57,6 +57,34 @@ def acquire(root: Path) -> Callable[[], None]:
     return lambda: _release(key)
 
 
+def is_held(root: Path) -> bool:
+    """Whether a live process (this one included) holds ``root``'s lock.
+
+    A run.json that says ``running`` while nobody holds the lock belongs to a process that
+    died (killed, or an error before the run could record it). Without ``fcntl`` the
+    answer is ``True``: nothing can be known, so nothing is taken for dead.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    if str(root.resolve()) in _HELD:
+        return True
+    try:
+        fd = os.open(root / LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # drops the probe's lock, if it got one
+    return False
+
+
 def _release(key: str) -> None:
     held = _HELD.get(key)
     if held is None:

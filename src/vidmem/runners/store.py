@@ -15,9 +15,16 @@ Rules for reusing a directory (:meth:`RunDir.create`):
 * a directory holding a run with the *same* configuration is reopened: a complete
   run as it is (every item is a cache hit), an unfinished one (``running`` after a
   kill, or ``failed``) only with ``resume=True``;
+* a directory holding a run that stopped before finishing any item (a bad option or
+  missing weights failed it before its first item) and holds nothing else is started
+  again with the new settings, same or different, without ``resume``: run.json is
+  replaced and :data:`NOTICE` is told so;
 * a directory holding a run with a *different* configuration is refused, naming the
   differing keys, unless ``overwrite=True`` (which deletes the old run's files);
 * a ``run.json`` written by a newer vidmem (higher ``schema_version``) is refused.
+
+:meth:`RunDir.open` reads a ``running`` run whose lock no live process holds as
+``interrupted`` (its writer died), never as still running.
 
 Each process opens its own :class:`ItemStore`; the database runs in WAL mode with a
 busy timeout, and every write is one short ``BEGIN IMMEDIATE`` transaction, so
@@ -41,8 +48,10 @@ import json
 import os
 import shutil
 import sqlite3
+import warnings
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +87,7 @@ __all__ = [
     "SCORES_JSONL",
     "STORE_SCHEMA_VERSION",
     "BackendRecord",
+    "NOTICE",
     "ItemStore",
     "RunDir",
     "RunManifest",
@@ -103,6 +113,19 @@ _RUN_FILES = (
     SCORES_JSONL,
     f"{SCORES_JSONL}.tmp",
 )
+
+
+#: where :meth:`RunDir.create` says what it did on its own (a stale first attempt
+#: replaced): the CLI prints it; unset, it is a :class:`UserWarning`
+NOTICE: ContextVar[Callable[[str], None] | None] = ContextVar("vidmem_run_notice", default=None)
+
+
+def _tell(text: str) -> None:
+    handler = NOTICE.get()
+    if handler is not None:
+        handler(text)
+    else:
+        warnings.warn(text, UserWarning, stacklevel=4)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -162,6 +185,37 @@ def _items_db_is_empty(path: Path) -> bool:
         return False
 
 
+def _has_done_item(path: Path) -> bool:
+    """Whether the item store at ``path`` holds a finished (``done``) item."""
+    if not path.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                uri=True)) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            return "items" in tables and db.execute(
+                "SELECT 1 FROM items WHERE status = 'done' LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return True  # unreadable: never taken for empty
+
+
+def _produced_nothing(root: Path) -> bool:
+    """Whether the run in ``root`` stopped before producing anything worth keeping: no
+    finished item, and no file but vidmem's own run files (no generated clip, not even a
+    partial one; empty folders do not count)."""
+    if _has_done_item(root / ITEMS_DB):
+        return False
+    own = {*_RUN_FILES, run_lock.LOCK_FILE, REPORT_DIR}
+    for path in root.iterdir():
+        if path.name in own or any(path.match(p) for p in _temp_names()):
+            continue
+        if path.is_symlink() or not path.is_dir():
+            return False
+        if any(p.is_file() or p.is_symlink() for p in path.rglob("*")):
+            return False
+    return True
+
+
 def _is_skeleton(path: Path) -> bool:
     """Whether ``path`` (in a folder without run.json) is part of a run vidmem began to
     create and never finished: an empty ``report/``, a run.json temp file, or an item
@@ -189,6 +243,11 @@ def _remove_skeleton(root: Path, *, made_report: bool) -> None:
             continue
         with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)
+
+
+def _dead_status(status: str) -> str:
+    """A stored status as read by the lock holder: ``running`` is a dead writer's."""
+    return "interrupted" if status == "running" else status
 
 
 def _with_current_locations(old: RunManifest, new: RunManifest) -> RunManifest:
@@ -318,6 +377,11 @@ class RunDir:
 
         old = read_manifest(run_json)
         changes = identity_changes(old, manifest)
+        if old.status != "complete" and not (resume and not changes) and _produced_nothing(root):
+            # a first attempt that failed before its first item (a bad option, missing
+            # weights): nothing to resume and nothing to protect, so the corrected retry
+            # just starts -- only run.json and an empty store are replaced
+            return cls._start_again(root, old, manifest, changes)
         if changes:
             raise StoreError(
                 f"{root}: this directory holds a run with a different configuration "
@@ -340,7 +404,7 @@ class RunDir:
         if not resume and old.status != "complete":
             raise StoreError(
                 f"{root}: holds an unfinished run with the same configuration (status "
-                f"'{old.status}', started {old.created_at})",
+                f"'{_dead_status(old.status)}', started {old.created_at})",
                 hint="pass --resume to continue it (items already done are not computed "
                 "again), or choose a new --out, or pass --overwrite to start over",
             )
@@ -351,6 +415,19 @@ class RunDir:
         )
         run.save()
         ItemStore(run.items_path, create=True).close()
+        return run
+
+    @classmethod
+    def _start_again(cls, root: Path, old: RunManifest, manifest: RunManifest,
+                     changes: list[Any]) -> RunDir:
+        """Replace a run that finished no item with a new one (see :meth:`create`)."""
+        what = ("with the new settings (" + "; ".join(f"{n}: {a} -> {b}" for n, a, b in changes)
+                + ")") if changes else "with the same settings"
+        cls._remove_run_files(root)
+        run = cls._create_new(root, manifest, overwrite=True)
+        _tell(f"{root}: the earlier run (status '{_dead_status(old.status)}', started "
+              f"{old.created_at}) stopped before its first item; starting again {what}, "
+              "run.json replaced")
         return run
 
     @classmethod
@@ -412,7 +489,11 @@ class RunDir:
                 + ("a file" if root.exists() else "nothing"),
                 hint="pass the directory a `vidmem run` or `vidmem score` wrote (its --out)",
             )
-        return cls(root, read_manifest(root / RUN_JSON), "opened")
+        manifest = read_manifest(root / RUN_JSON)
+        if manifest.status == "running" and not run_lock.is_held(root):
+            # its writer is gone: say so instead of showing it as still running
+            manifest = manifest.model_copy(update={"status": "interrupted"})
+        return cls(root, manifest, "opened")
 
     # -- updating -------------------------------------------------------------------
 

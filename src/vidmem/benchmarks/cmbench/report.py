@@ -10,6 +10,7 @@ import numpy as np
 from PIL import Image
 
 from vidmem.report.images import side_by_side
+from vidmem.report.labels import protocol_label
 from vidmem.report.model import Figure, ImageGrid, KeyValues, Report, Table
 from vidmem.report.plots import bar_with_ci, line_plot
 
@@ -34,13 +35,14 @@ def build_cmbench_report(run: Any) -> Report:
     official = bool(summary.get("official"))
     rep = Report(
         "CMBench: context-memory recall",
-        "official protocol backends" if official else "non-official backends (offline proxy or overrides)",
+        protocol_label(summary, scorer, official="official protocol backends",
+                       other="non-official backends (offline proxy or overrides)"),
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at, "status": m.status,
               "scorer preset": scorer.get("preset", "?"),
               "backends": ", ".join(str(scorer.get(k)) for k in ("detector", "segmenter", "embedder")),
               "dataset": m.config.get("dataset_root", "?")},
     )
-    if not official:
+    if summary and not official:  # no summary, no numbers: said below
         rep.notice("warning", "These numbers come from non-official backends; they are not comparable with "
                    "results computed with OWL-ViT + SAM 2 + DINOv2.")
     if summary.get("n_missing_scored_zero"):

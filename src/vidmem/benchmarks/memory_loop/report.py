@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from vidmem.report.labels import protocol_label
 from vidmem.report.model import Figure, KeyValues, Report, Table
 from vidmem.report.plots import scatter_with_curve
 
@@ -82,11 +83,11 @@ def build_memory_loop_report(run: Any) -> Report:
     m = run.manifest
     summary = run.summary()
     scorer = summary.get("scorer") or m.config.get("scorer", {})
-    official = bool(summary.get("official"))
     rep = Report(
         "Memory loop: revisit fidelity and Memory Half-Life",
-        "official protocol" if official else "non-official (offline embedder, overrides or "
-        "non-protocol pairing)",
+        protocol_label(summary, scorer, official="official protocol",
+                       other="non-official (offline embedder, overrides or "
+                             "non-protocol pairing)"),
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at,
               "status": m.status, "embedder": scorer.get("embedder", "?"),
               "pose radius": scorer.get("pose_radius"), "max pairs": scorer.get("max_pairs"),

@@ -23,6 +23,7 @@ from typing import Any
 
 from vidmem.benchmarks.mist.config import AGENT_ARMS, BASELINE
 from vidmem.metrics.mist_gates import LABELS
+from vidmem.report.labels import protocol_label
 from vidmem.report.model import Report, Table
 
 __all__ = ["build_mist_report", "delta_cell", "print_audit"]
@@ -104,8 +105,9 @@ def build_mist_report(run: Any) -> Report:
     official = bool(summary.get("official"))
     rep = Report(
         "MIST: setup, leak, reveal and inside, scored apart",
-        "official protocol" if official else "non-official (offline judge or rewriter, or "
-        "settings that differ from the protocol)",
+        protocol_label(summary, scorer, official="official protocol",
+                       other="non-official (offline judge or rewriter, or "
+                             "settings that differ from the protocol)"),
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at,
               "status": m.status, "preset": scorer.get("preset", "?"),
               "judge": scorer.get("judge"), "rewriter": scorer.get("rewriter"),

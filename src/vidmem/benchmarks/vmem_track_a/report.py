@@ -35,6 +35,7 @@ from vidmem.benchmarks.vmem_track_a.report_segments import (
     segment_rows,
     thumbnail_of,
 )
+from vidmem.report.labels import protocol_label
 from vidmem.report.model import Figure, ImageGrid, KeyValues, Markdown, Report, Table
 from vidmem.report.plots import line_plot
 
@@ -198,8 +199,9 @@ def build_track_a_report(run: Any) -> Report:
     budget = int(summary.get("budget") or scorer.get("budget") or 16)
     rep = Report(
         "VMem-Bench Track-A: references retrieved by memory policies",
-        "official protocol" if official else "non-official (offline encoders or judge, or "
-        "settings that differ from the protocol)",
+        protocol_label(summary, scorer, official="official protocol",
+                       other="non-official (offline encoders or judge, or "
+                             "settings that differ from the protocol)"),
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at,
               "status": m.status, "preset": scorer.get("preset", "?"),
               "judge": scorer.get("judge"), "lang": scorer.get("lang"), "budget": budget,

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vidmem.report.labels import protocol_label
 from vidmem.report.model import Figure, Report, Table
 
 __all__ = ["build_track_b_report", "family_cell", "parsed_in_both_note", "sign"]
@@ -89,8 +90,9 @@ def build_track_b_report(run: Any, *, drill_down: int | str | None = "env") -> R
     official = bool(summary.get("official"))
     rep = Report(
         "VMem-Bench Track-B: memory in closed-loop story generation",
-        "official protocol" if official else "non-official (offline judge or settings that "
-        "differ from the protocol)",
+        protocol_label(summary, scorer, official="official protocol",
+                       other="non-official (offline judge or settings that "
+                             "differ from the protocol)"),
         meta={"vidmem": m.vidmem_version, "run": str(run.path), "created": m.created_at,
               "status": m.status, "preset": scorer.get("preset", "?"),
               "judge": scorer.get("judge"), "gold": m.config.get("gold_root", "?")},
