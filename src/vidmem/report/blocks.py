@@ -187,7 +187,10 @@ class Figure:
         import io
         import sys
 
+        from vidmem.report.plots import drop_empty_panels
+
         fig = self.figure
+        drop_empty_panels(fig)  # an empty panel says nothing (is_empty skips a bare figure)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=int(self.dpi), facecolor="white")
         self._display_width = round(float(fig.get_figwidth()) * 100)
@@ -196,6 +199,13 @@ class Figure:
             pyplot.close(fig)
         self.figure = buf.getvalue()
         return self.figure
+
+    def is_empty(self) -> bool:
+        """Whether a Matplotlib figure has no panel with data (PNG bytes: never); the
+        renderers leave such a figure out."""
+        from vidmem.report.plots import drop_empty_panels
+
+        return not isinstance(self.figure, bytes) and not drop_empty_panels(self.figure)
 
     @property
     def display_width(self) -> int | None:

@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 
 from vidmem.errors import UserInputError
 
-__all__ = ["PALETTE", "bar_with_ci", "line_plot", "scatter_with_curve"]
+__all__ = ["PALETTE", "bar_with_ci", "drop_empty_panels", "line_plot", "panel_has_data",
+           "scatter_with_curve"]
 
 #: Okabe-Ito colours, distinguishable with the common colour-vision deficiencies.
 PALETTE: tuple[str, ...] = (
@@ -304,3 +305,67 @@ def bar_with_ci(
     ax.axhline(0.0, color="#9ca3af", linewidth=0.8)
     _label(ax, "", ylabel, title)
     return fig
+
+
+def _finite_rows(xy: Any) -> bool:
+    arr = np.asarray(xy, dtype=float)
+    return bool(arr.size) and bool(np.isfinite(arr.reshape(len(arr), -1)).all(axis=1).any())
+
+
+def panel_has_data(ax: Any) -> bool:
+    """Whether an axes draws any finite data: a line through data coordinates with a
+    finite point, a collection (error bars, scatter) with a finite point, a bar of
+    finite height, or an image. Reference lines (``axvline``/``axhline``), text and
+    grids are not data.
+
+    Example:
+        >>> fig, ax = _new_figure((2, 2))
+        >>> _ = ax.axvline(0.0); panel_has_data(ax)
+        False
+        >>> _ = ax.plot([0, 1], [np.nan, 2.0]); panel_has_data(ax)
+        True
+    """
+    for line in ax.get_lines():
+        if line.get_transform() == ax.transData and _finite_rows(
+                np.column_stack([np.asarray(line.get_xdata(), float),
+                                 np.asarray(line.get_ydata(), float)])):
+            return True
+    for coll in ax.collections:
+        segments = getattr(coll, "get_segments", None)
+        points = [seg for seg in segments()] if segments else [coll.get_offsets()]
+        if any(_finite_rows(p) for p in points if len(p)):
+            return True
+    if any(np.isfinite(patch.get_height())  # a bar of height 0 is a value, NaN is none
+           for patch in ax.patches if hasattr(patch, "get_height")):
+        return True
+    return bool(ax.images)
+
+
+def drop_empty_panels(fig: Any) -> bool:
+    """Remove every axes of ``fig`` that draws no data (:func:`panel_has_data`), so a
+    report never shows an empty panel; the panels left in one row of a grid close up.
+
+    Returns:
+        Whether any panel is left (``False``: the figure is not worth drawing).
+
+    Example:
+        >>> fig = Figure(layout="constrained")
+        >>> a, b = fig.subplots(1, 2)
+        >>> _ = a.plot([1, 2], [3, 4]); _ = b.plot([1, 2], [np.nan, np.nan])
+        >>> drop_empty_panels(fig), len(fig.axes)
+        (True, 1)
+    """
+    axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    empty = [ax for ax in axes if not panel_has_data(ax)]
+    if not empty:
+        return True
+    kept = [ax for ax in axes if ax not in empty]
+    for ax in empty:
+        fig.delaxes(ax)
+    specs = [ax.get_subplotspec() for ax in kept]
+    if kept and all(sp is not None for sp in specs) and len({sp.rowspan for sp in specs}) == 1:
+        grid = fig.add_gridspec(1, len(kept))  # one row: close the gaps the removed left
+        for k, ax in enumerate(sorted(kept, key=lambda a: a.get_subplotspec().colspan.start)):
+            ax.set_subplotspec(grid[0, k])
+            ax.yaxis.set_tick_params(labelleft=k == 0)
+    return bool(kept)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from vidmem.errors import UserInputError
 from vidmem.report.images import data_url, png_bytes, thumbnail
@@ -99,6 +99,8 @@ def _number_blocks(report: Report) -> list[list[_Numbered]]:
             if isinstance(block, Table):
                 tables += 1
                 row.append(_Numbered(block, "Table", tables))
+            elif isinstance(block, Figure) and block.is_empty():
+                continue  # no panel with data: not drawn, not numbered
             elif isinstance(block, Figure | ImageGrid):
                 figures += 1
                 row.append(_Numbered(block, "Figure", figures))
@@ -278,6 +280,32 @@ def _md_to_html(text: str) -> Markup:
     return Markup(parser.render(text))
 
 
+#: characters after which a long identifier may wrap (never inside a word)
+_SOFT_BREAK_AFTER = re.compile(r"([_/\\.,:=-])(?=[^\s])")
+#: tokens at least this long get wrap points; shorter ones always fit a column
+_SOFT_BREAK_MIN = 14
+
+
+def soft_breaks(text: str) -> Markup:
+    """``text`` HTML-escaped, with ``<wbr>`` after the separators (``_ / \\ . , : = -``)
+    of every token of at least 14 characters: a long id such as
+    ``sim_s0_v003_reappear_01`` may wrap at its separators, a word never wraps inside.
+
+    Example:
+        >>> str(soft_breaks("sim_s0_v003_reappear_01 & co"))
+        'sim_<wbr>s0_<wbr>v003_<wbr>reappear_<wbr>01 &amp; co'
+        >>> str(soft_breaks("0.953"))
+        '0.953'
+    """
+    out = []
+    for token in re.split(r"(\s+)", str(text)):
+        esc = str(escape(token))
+        if len(token) >= _SOFT_BREAK_MIN:
+            esc = _SOFT_BREAK_AFTER.sub(r"\1<wbr>", esc)
+        out.append(esc)
+    return Markup("".join(out))
+
+
 def _html_block(item: _Numbered) -> dict[str, Any]:
     block = item.block
     label = f"{item.label} {item.number}" if item.label else ""
@@ -285,12 +313,14 @@ def _html_block(item: _Numbered) -> dict[str, Any]:
         numeric = block.numeric_columns()
         rows = [
             [
-                {"text": text, "num": num, "missing": is_missing(raw)}
+                {"text": text if num else soft_breaks(text), "num": num,
+                 "missing": is_missing(raw)}
                 for text, num, raw in zip(cells, numeric, values, strict=True)
             ]
             for cells, values in zip(block.formatted(), block.values(), strict=True)
         ]
-        columns = [{"name": c, "num": n} for c, n in zip(block.columns, numeric, strict=True)]
+        columns = [{"name": soft_breaks(c), "num": n}
+                   for c, n in zip(block.columns, numeric, strict=True)]
         return {
             "kind": "table",
             "label": label,

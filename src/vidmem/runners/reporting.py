@@ -24,9 +24,11 @@ def _builder(benchmark: str) -> Any:
 def render_run_report(run_dir: str | Path) -> dict[str, Path]:
     """Build the run's report and write ``report/report.md`` and ``report/report.html``."""
     from vidmem.report import render
+    from vidmem.report.labels import name_generator_and_judge
 
     run = RunDir.open(run_dir)
     report = _builder(run.manifest.benchmark)(run)
+    name_generator_and_judge(report, run.manifest)
     if run.manifest.benchmark not in _SPECIAL:
         from vidmem.runners.analysis_run import add_analysis_sections
 
