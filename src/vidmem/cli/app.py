@@ -79,9 +79,14 @@ def list_names(
     if kind is not None and kind not in REGISTRIES:
         raise UserInputError(unknown_name_message("kind", kind, list(REGISTRIES)))
     kinds = [kind] if kind else list(REGISTRIES)
+    from vidmem.models.extras import availability
+
     data = {
         k: [
-            {"name": e.name, "status": e.status, "summary": e.summary, "extra": e.extra, **e.meta}
+            # "needs the models extra" rather than "available" when torch (or the extra's
+            # other packages) is not installed
+            {"name": e.name, "status": availability(e.status, e.extra), "summary": e.summary,
+             "extra": e.extra, **e.meta}
             for e in REGISTRIES[k].entries()
         ]
         for k in kinds
@@ -143,11 +148,15 @@ def doctor(
     out.print(pk)
     out.print(f"H.264 encoder (libx264): {'yes' if report['h264_encoder'] else '[red]no[/red]'}")
     bt = Table(title="backends", title_justify="left")
-    for col in ("name", "role", "importable", "weights"):
+    for col in ("name", "role", "status", "weights"):
         bt.add_column(col)
     for row in report["backends"]:
-        bt.add_row(row["name"], str(row.get("role") or ""), "yes" if row["importable"] else
-                   f"[yellow]no[/yellow] ({row.get('problem', '')})", str(row["weights"]))
+        status = row["status"]
+        if status != "available":
+            status = f"[yellow]{escape(status)}[/yellow]"
+            if row.get("problem"):
+                status += f" ({escape(row['problem'])})"
+        bt.add_row(row["name"], str(row.get("role") or ""), status, escape(str(row["weights"])))
     out.print(bt)
     judge = report["judge"]
     out.print(f"judge endpoint: {judge['url'] or '-'}: {judge['detail']}")
@@ -279,6 +288,44 @@ def models_list(as_json: JsonOpt = False) -> None:
         table.add_row(*[str(r[c]) if r[c] not in (None, "") else "-" for c in
                         ("name", "role", "checkpoint", "params", "vram", "official", "extra")])
     out.print(table)
+
+
+@models_app.command("needed")
+def models_needed(
+    benchmark: Annotated[str, typer.Argument(help="A benchmark name (vidmem list benchmarks).")],
+    preset: Annotated[str, typer.Option("--preset", help="The benchmark's preset.")] = "official",
+    as_json: JsonOpt = False,
+) -> None:
+    """What a benchmark's preset loads: each backend, its weights, sizes and pip extra."""
+    from vidmem.models.extras import install_line, missing_modules
+    from vidmem.models.needs import needed
+
+    rows = needed(benchmark, preset)
+    if as_json:
+        _print_json([r.to_dict() for r in rows])
+        return
+    table = Table(title=f"{benchmark} --preset {preset}", title_justify="left")
+    for col in ("used for", "backend", "checkpoint", "params", "vram", "extra"):
+        table.add_column(col, overflow="fold", no_wrap=col == "backend")
+    for r in rows:
+        used = r.used_for + (" (optional)" if r.optional else "")
+        table.add_row(*[escape(str(v)) if v not in (None, "") else "-" for v in
+                        (used, r.backend, r.checkpoint, r.params, r.vram, r.extra or "core")])
+    if not rows:
+        table.add_row("(nothing to load)", *[""] * 5)
+    out.print(table)
+    fetch = list(dict.fromkeys(r.backend for r in rows if r.checkpoint and not r.optional))
+    if fetch:
+        out.print(f"fetch the weights: vidmem models fetch {' '.join(fetch)} --to DIR, then "
+                  "pass --model-dir DIR", highlight=False, markup=False)
+    for r in {r.backend: r for r in rows if not r.checkpoint}.values():
+        out.print(f"{r.backend}: {r.provide}", highlight=False, markup=False)
+    for r in {r.backend: r for r in rows if r.checkpoint and "gated" in r.provide}.values():
+        out.print(f"{r.backend}: gated on the hub, accept its licence before fetching",
+                  highlight=False, markup=False)
+    for extra in sorted({r.extra for r in rows if r.extra and missing_modules(r.extra)}):
+        out.print(f"not installed here: the {extra} extra ({install_line(extra)})",
+                  highlight=False, markup=False)
 
 
 @models_app.command("fetch")

@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from vidmem.errors import VidmemError
+from vidmem.models.extras import install_line, missing_modules
 from vidmem.registry import BACKENDS
 
 CORE_PACKAGES = (
@@ -47,7 +48,8 @@ def _backend_status(entry: Any, model_dir: str | None) -> dict[str, Any]:
     """Can the backend's module be imported, and are its default weights on disk?"""
     row: dict[str, Any] = {"name": entry.name, "role": entry.meta.get("role"), "extra": entry.extra}
     if entry.status == "planned":
-        row.update(importable=False, weights="n/a", problem="planned, not implemented yet")
+        row.update(importable=False, weights="n/a", problem="planned, not implemented yet",
+                   status="planned")
         return row
     module_name = entry.target.partition(":")[0]
     try:
@@ -57,6 +59,12 @@ def _backend_status(entry: Any, model_dir: str | None) -> dict[str, Any]:
         row.update(importable=False, problem=f"missing package: {exc.name}")
     except Exception as exc:  # a broken install of an optional package must not crash doctor
         row.update(importable=False, problem=f"{type(exc).__name__}: {exc}")
+    # an importable module proves little: most import torch only when a model is built
+    missing = missing_modules(entry.extra)
+    if missing:
+        row.setdefault("problem", f"missing package: {', '.join(missing)}; {install_line(entry.extra)}")
+    row["status"] = (f"needs the {entry.extra} extra" if missing else
+                     "available" if row["importable"] else "broken")
     checkpoint = entry.meta.get("checkpoint")
     if checkpoint is None:
         row["weights"] = "none needed"
