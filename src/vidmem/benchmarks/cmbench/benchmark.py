@@ -199,6 +199,10 @@ class CMBench(Benchmark):
             "crop_background_fill_rgb": [124, 116, 104],
             "detection": "text queries target_label + target_aliases (text detectors) or the reference box crop "
             "(image-guided detectors); best box above the detector threshold per frame",
+            "image_query_upscale": f"image-guided detection: a reference crop whose longer side is under "
+            f"{config.image_query_min_side} px (0: off) is searched, with the frames, upscaled by the "
+            "smallest integer factor reaching it (at most 4, bicubic), boxes mapped back; keypoint "
+            "detectors find too few keypoints on small smooth objects (decided here, issue 26)",
             "reference_frame": "frame_index when present, else the frame on screen at timestamp_seconds (real PTS)",
             "pixel_box": "multiply by [W,H,W,H], snap within 1e-8, floor top-left, ceil bottom-right, clip",
             "several_references": "best (reference, frame) pair (official tasks have one reference)",

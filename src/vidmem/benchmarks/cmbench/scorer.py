@@ -36,6 +36,9 @@ from vidmem.metrics.crop_recall import cosine_rows, task_score
 
 Preset = Literal["official", "direct", "offline"]
 FILL_RGB = (124, 116, 104)
+#: default :attr:`ScorerConfig.image_query_min_side` (pixels) and the largest upscale
+IMAGE_QUERY_MIN_SIDE = 128
+MAX_QUERY_UPSCALE = 4
 
 PRESETS: dict[str, dict[str, str | None]] = {
     "official": {"detector": "owlvit/base-patch32", "segmenter": "sam2/base-plus", "embedder": "dinov2/base"},
@@ -55,6 +58,9 @@ class ScorerConfig:
             (passed to the detector's constructor, so a bad value fails at load).
         stride: score every ``stride``-th continuation frame (1 = every frame).
         batch_size: frames per detection/segmentation/embedding batch.
+        image_query_min_side: image-guided detection only: an image query whose longer
+            side is shorter is searched, with the frames, upscaled by
+            :func:`query_upscale` (0 turns it off).
         backend_options: per backend name, constructor options (weights, device...).
     """
 
@@ -65,6 +71,7 @@ class ScorerConfig:
     detector_threshold: float | None = None
     stride: int = 1
     batch_size: int = 16
+    image_query_min_side: int = IMAGE_QUERY_MIN_SIDE
     backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
@@ -77,6 +84,9 @@ class ScorerConfig:
             values["detector"] = None
         if int(values.get("stride", 1)) < 1 or int(values.get("batch_size", 1)) < 1:
             raise UserInputError("CMBench scorer: stride and batch_size must be >= 1")
+        if int(values.get("image_query_min_side", 0)) < 0:
+            raise UserInputError("CMBench scorer: image_query_min_side must be >= 0",
+                                 hint="0 turns query upscaling off")
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +94,7 @@ class ScorerConfig:
             "preset": self.preset, "detector": self.detector, "segmenter": self.segmenter,
             "embedder": self.embedder, "detector_threshold": self.detector_threshold,
             "stride": self.stride, "batch_size": self.batch_size, "fill_rgb": list(FILL_RGB),
+            "image_query_min_side": self.image_query_min_side,
             "backend_options": {k: dict(v) for k, v in self.backend_options.items()},
         }
 
@@ -103,6 +114,30 @@ def masked_crop(image: np.ndarray, box: Sequence[int], mask: np.ndarray | None) 
     if mask is not None:
         out[~mask[y0:y1, x0:x1]] = FILL_RGB
     return out
+
+
+def query_upscale(query_shape: Sequence[int], min_side: int) -> int:
+    """The integer factor an image query (and the frames searched with it) is upscaled by:
+    the smallest that brings the query's longer side to ``min_side``, at most
+    :data:`MAX_QUERY_UPSCALE`; 1 when it is long enough or ``min_side`` is 0.
+
+    Example:
+        >>> query_upscale((76, 62, 3), 128), query_upscale((130, 20, 3), 128)
+        (2, 1)
+        >>> query_upscale((10, 10, 3), 128), query_upscale((76, 62, 3), 0)
+        (4, 1)
+    """
+    longer = max(int(query_shape[0]), int(query_shape[1]))
+    if min_side <= 0 or longer >= min_side:
+        return 1
+    return int(min(MAX_QUERY_UPSCALE, -(-min_side // longer)))
+
+
+def _upscaled(image: np.ndarray, factor: int) -> np.ndarray:
+    import cv2
+
+    return image if factor == 1 else cv2.resize(image, None, fx=factor, fy=factor,
+                                                interpolation=cv2.INTER_CUBIC)
 
 
 def _pixel_box(box: Sequence[float], width: int, height: int) -> tuple[int, int, int, int] | None:
@@ -163,10 +198,14 @@ class CMBenchScorer:
         elif getattr(self.detector, "supports_image_query", False):
             best: list[list[Any]] = [[] for _ in range(len(batch))]
             for ref in refs:  # one query per reference; the best box over references wins
-                found = self.detector.detect(list(batch), image_query=ref.box_crop)
+                k = query_upscale(ref.box_crop.shape, self.config.image_query_min_side)
+                found = self.detector.detect([_upscaled(f, k) for f in batch],
+                                             image_query=_upscaled(ref.box_crop, k))
                 for i, dets in enumerate(found):
-                    best[i].extend(dets)
-            per_frame = [sorted(d, key=lambda x: -x.score) for d in best]
+                    best[i].extend((tuple(float(v) / k for v in d.box), float(d.score))
+                                   for d in dets)
+            ranked = [sorted(d, key=lambda x: -x[1]) for d in best]
+            return [d[0] if d else None for d in ranked]
         else:
             raise UserInputError(f"detector {self.config.detector} supports neither text nor image queries")
         return [(tuple(d[0].box), float(d[0].score)) if d else None for d in per_frame]
