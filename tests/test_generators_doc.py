@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,17 @@ def test_real_requests_are_current(tmp_path):
     assert script.current_section(doc) == fresh, (
         "docs/generators.md's real requests are out of date: "
         "run python docs/generator_requests.py --write")
+
+
+def test_page_commands_parse():
+    """The page's bash blocks pass the README test's syntax-and-flags check."""
+    spec = importlib.util.spec_from_file_location("readme_commands",
+                                                  ROOT / "tests" / "test_readme_commands.py")
+    readme = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = readme  # its dataclasses look their module up
+    spec.loader.exec_module(readme)
+    blocks = readme.readme_blocks(DOC.read_text(encoding="utf-8"))
+    assert blocks
+    for block in blocks:
+        for cmd in block.commands:
+            readme.check_syntax_only(cmd)
