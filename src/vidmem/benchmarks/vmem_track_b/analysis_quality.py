@@ -23,10 +23,11 @@ Rules (all in :data:`PROTOCOL`, with the metrics' own rules under ``metrics.*``)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +193,44 @@ def _backend(spec: Mapping[str, Any], role: str) -> Any:
     return _LOADED[key]
 
 
+#: set by :func:`run` while it scores in this process: called after each clip with the
+#: clip's name and seconds (a worker process never sees it, so it stays ``None`` there)
+_ON_CLIP: Callable[[str, float], None] | None = None
+
+
+@contextlib.contextmanager
+def _clip_progress(show: bool, total: int) -> Iterator[None]:
+    """A per-clip progress bar (stderr, the runner's columns) fed by :data:`_ON_CLIP`."""
+    global _ON_CLIP
+    if not show or total == 0:
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[note]}"), TimeElapsedColumn(),
+                   TimeRemainingColumn(), console=Console(stderr=True))
+    task = bar.add_task("clip quality", total=total, note="")
+
+    def tick(name: str, seconds: float) -> None:
+        bar.update(task, advance=1, note=f"{name} {seconds:.1f} s")
+
+    with bar:
+        _ON_CLIP = tick
+        try:
+            yield
+        finally:
+            _ON_CLIP = None
+
+
 def score_story(item: Any) -> dict[str, Any]:
     """Measure every clip of one story's item (module level: picklable for workers)."""
     from vidmem.io.video import probe, read_frames
@@ -213,9 +252,12 @@ def score_story(item: Any) -> dict[str, Any]:
             frames = read_frames(path, range(info.n_frames))
             q = clip_quality(frames, info.fps, flow=flow, subject_embed=subject.embed_images,
                              background_embed=background.embed_images)
+            seconds = time.perf_counter() - t0
             out[cond].append({"segment_id": clip["segment_id"], **q.to_dict(),
                               "changed_since_scoring": clip["changed_since_scoring"],
-                              "seconds": time.perf_counter() - t0})
+                              "seconds": seconds})
+            if _ON_CLIP is not None:
+                _ON_CLIP(f"{req['story_id']}/{cond}/{clip['segment_id']}", seconds)
     return {"response": {"story_id": req["story_id"], "clips": out}, "score": None}
 
 
@@ -246,9 +288,15 @@ def run(run: Any, options: Any) -> dict[str, Any]:
 
     settings = _settings(options)
     work, meta = _items(run, settings)
+    # in this process the bar counts clips; worker processes report whole stories
+    per_clip = options.workers == 1 and not options.quiet
     with run.items() as store:
-        summary = execute(store, work, functools.partial(score_story), workers=options.workers,
-                          progress=not options.quiet, quiet=options.quiet)
+        todo = [w for w in work if (got := store.get(w.key)) is None or got.status != "done"]
+        n_todo = sum(len(c) for w in todo for c in w.request["clips"].values())
+        with _clip_progress(per_clip, n_todo):
+            summary = execute(store, work, functools.partial(score_story),
+                              workers=options.workers, progress=not (options.quiet or per_clip),
+                              quiet=options.quiet)
         stored = [store.get(w.key) for w in work]
     failed = [(w.item_id, s.error if s else "not stored") for w, s in zip(work, stored, strict=True)
               if s is None or s.status != "done"]
