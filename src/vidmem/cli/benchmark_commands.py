@@ -222,6 +222,7 @@ def make_command(verb: str, bench: Any) -> Any:
     videos = verb == "score" or not bench.generates
 
     def score_or_run(**values: Any) -> None:
+        from vidmem.benchmarks.command_outputs import COMMAND_OUTPUTS
         from vidmem.benchmarks.sim_deck import COMMAND_ROOT
         from vidmem.generators.loading import parse_options
         from vidmem.runners.benchmark_run import print_result, run_benchmark
@@ -230,9 +231,12 @@ def make_command(verb: str, bench: Any) -> Any:
 
         scorer_names = [o.name for o in bench.scorer_options]
         token = COMMAND_ROOT.set(Path(values["root"]))  # where an offline deck is looked for
+        # what score was brought (a default may follow it: Track-B's conditions)
+        brought = COMMAND_OUTPUTS.set(Path(values["videos"]) if videos else None)
         try:
             config = bench.scorer_config(**{k: values[k] for k in scorer_names})
         finally:
+            COMMAND_OUTPUTS.reset(brought)
             COMMAND_ROOT.reset(token)
         options = {o.name: values[o.name] for o in bench.score_options}
         requests = {o.name: values[o.name] for o in bench.requests_options}

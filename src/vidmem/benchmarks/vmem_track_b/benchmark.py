@@ -202,7 +202,15 @@ class TrackB(Benchmark):
     # ------------------------------------------------------------------ scoring
 
     def scorer_config(self, **options: Any) -> ScorerConfig:
-        return cli.scorer_config(**options)
+        from vidmem.benchmarks.command_outputs import command_outputs
+        from vidmem.benchmarks.vmem_track_b.config import present_conditions
+
+        config = cli.scorer_config(**options)
+        brought = command_outputs()
+        if options.get("conditions") is None and brought is not None:
+            # vidmem score without --conditions: the card's conditions the rollouts hold
+            config = present_conditions(config, brought)
+        return config
 
     def config_from_dict(self, data: Mapping[str, Any]) -> ScorerConfig:
         return ScorerConfig.from_dict(data)
@@ -254,6 +262,7 @@ class TrackB(Benchmark):
             "n_stories": outcome.n_items,
             **aggregate_rows(rows, config),
             "missing": {s: outcome.missing_reasons.get(s, "missing") for s in outcome.missing},
+            "absent_conditions": list(config.absent_conditions),
             "errors": [list(e) for e in outcome.errors], "execution": dict(outcome.execution),
         }
 
@@ -313,6 +322,11 @@ def print_summary(console: Console, summary: Mapping[str, Any], run: RunDir) -> 
                if (n := summary.get("judge", {}).get(c, {}).get("missing_clips", 0))}
     if missing:
         console.print(f"missing clips scored as all-absent (--allow-missing): {missing}",
+                      style="yellow", highlight=False)
+    if summary.get("absent_conditions"):
+        console.print("not scored, no story's rollouts folder has them: "
+                      + ", ".join(summary["absent_conditions"])
+                      + " (the card's conditions found were scored; --conditions names them)",
                       style="yellow", highlight=False)
     if summary.get("baseline") is None:
         console.print("no 'none' condition: no differences were computed", highlight=False)

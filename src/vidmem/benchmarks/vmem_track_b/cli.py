@@ -21,8 +21,10 @@ SCORER_OPTIONS = (
     CliOption("preset", ("--preset", "--scorer"), str, "offline",
               "official (judge/openai) or offline (judge/sim-cards, the sim card deck)."),
     CliOption("conditions", ("--conditions",), str | None, None,
-              "Comma-separated condition folders (default: none,text_frame,seg_uniform,"
-              "seg_dino_key,seg_frame,last_seen); 'none' is the baseline of every difference."),
+              "Comma-separated condition folders; 'none' is the baseline of every difference. "
+              "Default: run --preset offline: none,seg_uniform,seg_dino_key,last_seen (text_frame "
+              "and seg_frame need a text-image embedder); --preset official: the card's six; "
+              "score: the card's six that the rollouts folder holds (the others are named)."),
     STORIES,
     CliOption("index_base", ("--index-base",), int, 1,
               "1: seg_001/001/1 is the first segment (the release); 0: file k is segment k+1."),
