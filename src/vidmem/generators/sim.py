@@ -44,14 +44,13 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vidmem.errors import UserInputError, VidmemError
-from vidmem.generators.protocol import GenerationRequest, GenerationResult
+from vidmem.errors import UserInputError
+from vidmem.generators.protocol import GenerationRequest, GenerationResult, generate_or_error
 from vidmem.io.video import probe, read_frames
 from vidmem.sim.gen_cmbench import analyse_context, plan_continuation
 from vidmem.sim.gen_loop import LOOP_FORGETTING_VERSION, plan_rollout, rollout_frames
@@ -154,20 +153,7 @@ class SimGenerator:
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         """Write ``request.out_path``; failures come back as ``status="error"``."""
-        start = time.perf_counter()
-        rid = getattr(request, "request_id", "?")
-        try:
-            extras = self._generate(request)
-        except VidmemError as exc:
-            why = exc.message + (f" (fix: {exc.hint})" if exc.hint else "")
-            return GenerationResult(rid, "error", None, time.perf_counter() - start,
-                                    error=f"request {rid}: sim generator: {why}")
-        except Exception as exc:  # a bug must not stop a whole run; report it per request
-            return GenerationResult(rid, "error", None, time.perf_counter() - start,
-                                    error=f"request {rid}: sim generator internal error: "
-                                    f"{type(exc).__name__}: {exc}")
-        return GenerationResult(rid, "ok", str(request.out_path), time.perf_counter() - start,
-                                extras=extras)
+        return generate_or_error("sim generator", request, self._generate)
 
     # -- internals -------------------------------------------------------------------
 

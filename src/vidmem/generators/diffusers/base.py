@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vidmem.errors import UserInputError, VidmemError
+from vidmem.errors import UserInputError
 from vidmem.generators.diffusers import checks, media
 from vidmem.generators.diffusers.settings import (
     Settings,
@@ -37,6 +37,7 @@ from vidmem.generators.diffusers.settings import (
     parse_settings,
 )
 from vidmem.generators.diffusers.store import GenerationCache, copy_atomic
+from vidmem.generators.protocol import generate_or_error
 from vidmem.generators.requests import GenerationRequest, GenerationResult
 from vidmem.io.hashing import content_hash
 
@@ -133,20 +134,7 @@ class DiffusersGenerator:
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         """Write ``request.out_path``; a failure comes back as ``status="error"``."""
-        start = time.perf_counter()
-        rid = getattr(request, "request_id", "?")
-        try:
-            extras = self._generate(request)
-        except VidmemError as exc:
-            why = exc.message + (f" (fix: {exc.hint})" if exc.hint else "")
-            return GenerationResult(rid, "error", None, time.perf_counter() - start,
-                                    error=f"request {rid}: generator {self.name}: {why}")
-        except Exception as exc:  # a model error must not stop the run; report it per item
-            return GenerationResult(rid, "error", None, time.perf_counter() - start,
-                                    error=f"request {rid}: generator {self.name} failed: "
-                                    f"{type(exc).__name__}: {exc}")
-        return GenerationResult(rid, "ok", str(request.out_path), time.perf_counter() - start,
-                                extras=extras)
+        return generate_or_error(f"generator {self.name}", request, self._generate)
 
     # -- internals ------------------------------------------------------------------
 
