@@ -8,8 +8,8 @@ import json
 import pytest
 
 from vidmem.cli import main
+from vidmem.cli.preset_needs import SERVER_URL_ENV, needed
 from vidmem.models import extras
-from vidmem.models.needs import SERVER_URL_ENV, needed
 
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:

@@ -297,8 +297,8 @@ def models_needed(
     as_json: JsonOpt = False,
 ) -> None:
     """What a benchmark's preset loads: each backend, its weights, sizes and pip extra."""
+    from vidmem.cli.preset_needs import needed
     from vidmem.models.extras import install_line, missing_modules
-    from vidmem.models.needs import needed
 
     rows = needed(benchmark, preset)
     if as_json:

@@ -3,7 +3,8 @@
 ``vidmem models needed BENCH --preset official`` prints it. The backend names come from
 the benchmarks' own preset tables (so this never drifts from what a run loads), and the
 checkpoint, parameter count, memory and extra from the backend catalog
-(:mod:`vidmem.catalog`).
+(:mod:`vidmem.catalog`). It lives with the command line because it reads every
+benchmark's presets, which no layer below the benchmarks may import.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _track_b() -> dict[str, dict[str, str | None]]:
     from vidmem.benchmarks.vmem_track_b.config import PRESETS
     from vidmem.benchmarks.vmem_track_b.loop_config import RETRIEVAL_PRESETS
 
-    return {p: {**{f"score: {k}": v for k, v in PRESETS[p].items()},
+    return {p: {**{f"score: {k}": v for k, v in PRESETS[p].items() if k == "judge"},
                 **{f"run (retrieval): {k}": v
                    for k, v in RETRIEVAL_PRESETS.get(p, {}).items()}}
             for p in PRESETS}
