@@ -10,8 +10,10 @@ step and the scores, and the projected time for a cohort (2,824 clips per condit
     python benchmarks/bench_clip_quality.py [--seconds 5] [--fps 8] [--width 480] [--height 270]
         [--repeat 3]
 
-Measured (2 shared cores, load 4-7, so wall time is about twice CPU time): one sim
-clip 5.5 s CPU, of which 77 Farneback flows 3.7 s and 38 flow warps 1.4 s.
+Measured 2026-12-03 (2 cores shared by 6 agents, load 4-7: wall is 2-3x CPU): one
+sim-format clip 4.8 s CPU / 10.2 s wall; its 77 Farneback flows (39 consecutive pairs for
+dynamic degree at 8 fps, 2 x 19 for the midpoints) take ~3.7 s CPU of it, so under 1 s
+per clip needs a cheaper flow (which changes the numbers), not sharing or batching.
 """
 
 from __future__ import annotations
