@@ -179,3 +179,29 @@ def test_film_frames_decodes_each_segment_once_for_all_prepared_policies(film_pa
     for p in policies:
         replay(p, FILM_SEGMENTS, film2, 16)
     assert film2.segment_decodes == 8
+
+
+def test_film_frames_keeps_a_small_copy_of_each_decoded_frame_up_to_a_size(film_path):
+    from vidmem.io.video import read_frames_at
+
+    def half(px):
+        return px[::2, ::2]  # a view: the kept copy must not hold the decoded batch
+
+    film = FilmFrames(film_path, film_id="f")
+    film.keep_images(half, max_bytes=10**9)
+    frames = film.frames_of(FILM_SEGMENTS[0])
+    assert film.kept_image(frames[0].key) is None  # nothing decoded yet
+    frames[0].pixels()
+    fresh = read_frames_at(film_path, [f.seconds for f in frames])
+    for f, px in zip(frames, fresh, strict=True):
+        kept = film.kept_image(f.key)
+        assert np.array_equal(kept, px[::2, ::2])  # the frame on screen at its time
+        assert not np.shares_memory(kept, f.pixels())
+    assert film.segment_decodes == 1 and film.kept_bytes == 9 * 24 * 32 * 3
+    # past max_bytes no frame is kept: the caller reads those itself
+    small = FilmFrames(film_path, film_id="f")
+    small.keep_images(half, max_bytes=3 * 24 * 32 * 3)
+    small.frames_of(FILM_SEGMENTS[0])[0].pixels()
+    assert [small.kept_image(f.key) is not None for f in frames] == [True] * 3 + [False] * 6
+    with pytest.raises(UserInputError, match="max_bytes"):
+        small.keep_images(half, max_bytes=-1)

@@ -169,8 +169,10 @@ class FilmFrames:
     call, i.e. the frame on screen at each time. The last ``keep_segments`` segments'
     pixels are kept; embedders named with :meth:`require` embed a segment's frames
     right after it is decoded, so that replaying several policies decodes the film
-    once. Frames at or after the end of the video are left out (counted in
-    ``past_end``).
+    once. A caller that needs frames again after the replay (a judge's images) asks
+    :meth:`keep_images` for a small copy of each decoded frame, so that it reads the
+    video only for frames no replay decoded. Frames at or after the end of the video
+    are left out (counted in ``past_end``).
 
     Args:
         path: the film's video file.
@@ -195,11 +197,30 @@ class FilmFrames:
         self._frames: dict[int, tuple[Segment, list[Frame]]] = {}
         self._pixels: OrderedDict[int, dict[int, np.ndarray]] = OrderedDict()
         self._required: list[tuple[ImageEmbedder, float]] = []
+        self._keep: tuple[Callable[[np.ndarray], np.ndarray], int] | None = None
+        self._kept: dict[int, np.ndarray] = {}
+        self.kept_bytes = 0
 
     def require(self, embedder: ImageEmbedder, fps: float) -> None:
         """Embed the frames on the ``fps`` grid with ``embedder`` whenever a segment is decoded."""
         if all(e is not embedder or f != float(fps) for e, f in self._required):
             self._required.append((embedder, float(fps)))
+
+    def keep_images(self, transform: Callable[[np.ndarray], np.ndarray], max_bytes: int) -> None:
+        """Keep ``transform(pixels)`` of every frame decoded from now on, until the kept
+        images hold ``max_bytes``; :meth:`kept_image` hands them out.
+
+        The full pixels are evicted after ``keep_segments`` segments; a small copy (a
+        judge's thumbnail) lets a later stage use every decoded frame without decoding
+        the film again. Past ``max_bytes`` frames are not kept (the caller reads them).
+        """
+        if not max_bytes >= 0:
+            raise UserInputError(f"keep_images: max_bytes must be >= 0, found {max_bytes!r}")
+        self._keep = (transform, int(max_bytes))
+
+    def kept_image(self, key: int) -> np.ndarray | None:
+        """The kept image of the frame with source time ``key`` (ms), or ``None``."""
+        return self._kept.get(key)
 
     def frames_of(self, segment: Segment) -> list[Frame]:
         """The segment's frames (lazy pixels), by time."""
@@ -230,6 +251,13 @@ class FilmFrames:
         self.decoded_frames += len(frames)
         pixels = {f.key: batch[i] for i, f in enumerate(frames)}
         self._pixels[segment.index] = pixels
+        if self._keep is not None:
+            transform, limit = self._keep
+            for f in frames:
+                if f.key not in self._kept and self.kept_bytes < limit:
+                    image = np.array(transform(pixels[f.key]))  # never a view of the batch
+                    self._kept[f.key] = image
+                    self.kept_bytes += image.nbytes
         while len(self._pixels) > self.keep_segments:
             self._pixels.popitem(last=False)
         for embedder, fps in self._required:
