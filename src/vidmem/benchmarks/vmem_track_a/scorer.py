@@ -15,12 +15,19 @@ For a film, :meth:`TrackAScorer.score_film`
    recurs), which gives the view keys of R_V;
 4. embeds the distinct reference frames with the similarity encoder (R_S);
 5. scores every (policy, K) with :mod:`vidmem.metrics.reference_evidence`.
+
+Work done once: the replay's frame source keeps the judge's thumbnail of every frame it
+decodes (up to :data:`KEEP_BYTES`) and embeds every decoded frame with the similarity
+encoder into the film's embedding cache while the pixels are in memory, so steps 2-4
+read the video again only for reference frames no replay decoded, and embed only
+those. A reference's pixels are the same either way (the frame on screen at its time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +56,9 @@ __all__ = ["TrackAScorer"]
 PACKAGE = "vidmem.benchmarks.vmem_track_a"
 #: roster descriptions are cut here, as the reference scorer does
 DESCRIPTION_CHARS = 70
+#: judge thumbnails the replay keeps per film (a 384 x 216 one is 249 kB: ~8,600
+#: frames, 48 min on the 1 + 2 fps grids); frames past it are read again for the judge
+KEEP_BYTES = 2 * 1024**3
 
 
 def _ms(seconds: float) -> int:
@@ -59,6 +69,19 @@ def _thumbnail(frame: np.ndarray, side: int) -> np.ndarray:
     image = Image.fromarray(frame)
     image.thumbnail((side, side))
     return np.asarray(image.convert("RGB"))
+
+
+@dataclass(frozen=True)
+class _ReadFrame:
+    """A reference frame for the embedding cache: its time (ms) and the pixels read now
+    (``None`` for a frame the replay embedded, whose pixels are never asked for)."""
+
+    key: int
+    image: np.ndarray | None
+
+    def pixels(self) -> np.ndarray:
+        assert self.image is not None, f"frame {self.key} ms was neither embedded nor read"
+        return self.image
 
 
 class TrackAScorer:
@@ -107,29 +130,47 @@ class TrackAScorer:
                     for s in film.segments]
         policies = {name: self.make_policy(name) for name in self.config.policies}
         prepare(source, policies.values())
+        # while a segment's pixels are in memory: the judge's image and the R_S embedding
+        for fps in source.rates:
+            source.require(self.similarity, fps)
+        source.keep_images(partial(_thumbnail, side=self.config.judge_image_side), KEEP_BYTES)
         budget = self.config.budget
         rankings: dict[str, list[Any]] = {}
         for name, policy in policies.items():
             rankings[name] = replay(policy, segments, source, budget,
                                     context=FilmContext(film.film_id))
-        return self._judge_and_score(film, video, rankings, policies, request)
+        return self._judge_and_score(film, source, rankings, policies, request)
 
-    def _judge_and_score(self, film: Film, video: Path, rankings: Mapping[str, list[Any]],
+    def _reference_frames(self, source: FilmFrames, times: Sequence[int]
+                          ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        """The judge's image and the similarity embedding of each reference time (ms):
+        what the replay kept and embedded, and the rest read and embedded now."""
+        cache = source.embeddings
+        missing = [t for t in times if source.kept_image(t) is None
+                   or not cache.has_image(self.similarity, t)]
+        read = dict(zip(missing, read_frames_at(source.path, [t / 1000.0 for t in missing]),
+                        strict=True)) if missing else {}
+        side = self.config.judge_image_side
+        images = {t: source.kept_image(t) if t not in read else _thumbnail(read[t], side)
+                  for t in times}
+        # frames the replay embedded are served from the film's cache; the others are
+        # embedded from the pixels just read (the same frame on screen at that time)
+        rows = cache.image_rows(self.similarity, [_ReadFrame(t, read.get(t)) for t in times])
+        matrix = cache.image_matrix(self.similarity)
+        return images, {t: matrix[row] for t, row in zip(times, rows, strict=True)}
+
+    def _judge_and_score(self, film: Film, source: FilmFrames, rankings: Mapping[str, list[Any]],
                          policies: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
         gold = {s.index: s for s in film.segments}
         wanted = sorted({(r.segment_index, _ms(ref.source_seconds))
                          for results in rankings.values() for r in results
                          for ref in r.references})
         times = sorted({t for _, t in wanted})
-        pixels = dict(zip(times, read_frames_at(video, [t / 1000.0 for t in times]), strict=True))
-        side = self.config.judge_image_side
-        images = {t: _thumbnail(p, side) for t, p in pixels.items()}
+        images, embeddings = self._reference_frames(source, times)
         thumbs = _write_thumbnails(request.get("thumbnails_dir"), film.film_id, images)
         labels, unparsable, asked = self._judge_references(film, gold, wanted, images)
         views, view_counts = (self._views(film, rankings, labels, images)
                               if self.config.same_view else (None, {}))
-        embeddings = dict(zip(times, self.similarity.embed_images([pixels[t] for t in times]),
-                              strict=True)) if times else {}
         per_policy: dict[str, Any] = {}
         details: dict[str, Any] = {}
         for name, results in rankings.items():
