@@ -48,6 +48,9 @@ def test_score_without_conditions_scores_the_folders_present(track_b_world, tmp_
                                             "seg_frame"]
     assert ("not scored, no story's rollouts folder has them: text_frame, seg_uniform, "
             "seg_dino_key, seg_frame") in out
+    report = " ".join((tmp_path / "run" / "report" / "report.md").read_text().split())
+    assert ("Not scored, no story's rollouts folder has them: text_frame, seg_uniform, "
+            "seg_dino_key, seg_frame.") in report
 
 
 def test_given_conditions_are_not_narrowed(track_b_gold, tmp_path):

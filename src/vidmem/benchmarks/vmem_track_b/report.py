@@ -103,6 +103,9 @@ def build_track_b_report(run: Any, *, drill_down: int | str | None = "env") -> R
     if not official:
         rep.notice("warning", "These numbers come from a non-official judge or settings; they "
                    "are not comparable with the paper's Track-B tables.")
+    if summary.get("absent_conditions"):
+        rep.notice("warning", "Not scored, no story's rollouts folder has them: "
+                   + ", ".join(summary["absent_conditions"]) + ".")
     if summary.get("missing"):
         rep.notice("warning", f"{len(summary['missing'])} story(ies) had no rollouts folder and "
                    "were not scored: " + ", ".join(list(summary["missing"])[:10]))
