@@ -14,7 +14,8 @@ Steps (each timed with ``time.perf_counter``, files written to a temp folder or
 Target: steps 1 + 2 with N = 12 in under a minute on a 2-core machine.
 
 Usage: python benchmarks/bench_sim.py [--n-cases 12] [--loop-images 2] [--seed 0]
-       [--memory perfect] [--loop-memory perfect] [--workdir DIR] [--json]
+       [--memory perfect] [--loop-memory perfect] [--loop-cases N] [--workdir DIR] [--json]
+       python benchmarks/bench_sim.py --tiny   (1 context video, 1 of the 6 loops: a smoke run)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 
 def run(work: Path, *, n_cases: int, loop_images: int, seed: int, memory: str,
-        loop_memory: str) -> dict[str, Any]:
+        loop_memory: str, loop_cases: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"n_cases": n_cases, "loop_images": loop_images, "seed": seed,
                            "memory": memory, "loop_memory": loop_memory,
                            "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
@@ -68,7 +69,7 @@ def run(work: Path, *, n_cases: int, loop_images: int, seed: int, memory: str,
     gen = SimGenerator(memory=loop_memory, seed=seed)
     t = time.perf_counter()
     frames = 0
-    for row in _rows(work / "memory_loop" / "cases.jsonl"):
+    for row in _rows(work / "memory_loop" / "cases.jsonl")[:loop_cases]:
         res = gen.generate(GenerationRequest(
             row["case_id"], "memory_loop", row["prompt"],
             str(work / "loop_out" / f"{row['case_id']}.mp4"),
@@ -77,7 +78,7 @@ def run(work: Path, *, n_cases: int, loop_images: int, seed: int, memory: str,
         failures += res.status != "ok"
         frames += int(res.extras.get("n_frames", 0))
     out["loop_generate_s"] = time.perf_counter() - t
-    out["loop_cases"] = ml.n_items
+    out["loop_cases"] = ml.n_items if loop_cases is None else min(loop_cases, ml.n_items)
     out["loop_generated_frames"] = frames
     out["failures"] = failures
     size = sum(p.stat().st_size for p in work.rglob("*.mp4"))
@@ -93,12 +94,18 @@ def main() -> None:
     ap.add_argument("--memory", default="perfect")
     ap.add_argument("--loop-memory", default="perfect")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--loop-cases", type=int, default=None,
+                    help="generate only the first N loop cases (default: all)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--tiny", action="store_true",
+                    help="1 context video, 1 start image, 1 loop generated (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.n_cases, args.loop_images, args.loop_cases = 1, 1, 1
     work = args.workdir or Path(tempfile.mkdtemp(prefix="vidmem-bench-sim-"))
     try:
         res = run(work, n_cases=args.n_cases, loop_images=args.loop_images, seed=args.seed,
-                  memory=args.memory, loop_memory=args.loop_memory)
+                  memory=args.memory, loop_memory=args.loop_memory, loop_cases=args.loop_cases)
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

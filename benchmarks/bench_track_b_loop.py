@@ -21,6 +21,7 @@ end-window median exceeds the start-window median by at most ``--max-growth`` (5
 the script exits 1 otherwise.
 
     python benchmarks/bench_track_b_loop.py [--segments 80] [--out /tmp/bench_track_b_loop]
+    python benchmarks/bench_track_b_loop.py --tiny   (14 segments, seg_dino_key: a smoke run)
 """
 
 from __future__ import annotations
@@ -106,7 +107,11 @@ def main() -> int:
                     help="time measured: process CPU time (default; robust on a shared machine) "
                     "or wall time")
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON too")
+    ap.add_argument("--tiny", action="store_true",
+                    help="the shortest sim story (14 segments), seg_dino_key only (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.segments, args.conditions = 14, "seg_dino_key"
     conditions = tuple(c for c in args.conditions.split(",") if c)
     shutil.rmtree(args.out, ignore_errors=True)
     gold = args.out / "gold"
@@ -137,6 +142,9 @@ def main() -> int:
               f"{r['embedded'] or 'none'} ({grid2} frames on the 2 fps grid)")
     if args.json:
         print(json.dumps(results, indent=1))
+    if args.tiny:  # 14 segments: the windows overlap and timings are noise
+        print("\nsmoke run: flatness not judged")
+        return 0
     print("\nretrieval stays flat" if flat else "\nretrieval does NOT stay flat")
     return 0 if flat else 1
 
