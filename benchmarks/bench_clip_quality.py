@@ -67,7 +67,10 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=480)
     ap.add_argument("--height", type=int, default=270)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--tiny", action="store_true", help="1 s of 64 x 36, 1 repeat (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.seconds, args.width, args.height, args.repeat = 1.0, 64, 36, 1
 
     clip = pan_clip(int(args.seconds * args.fps), args.width, args.height)
     flow, emb = FarnebackFlow(), HsvLbpEmbedder()

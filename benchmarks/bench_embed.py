@@ -96,7 +96,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--threads", type=int, default=None, help="torch intra-op threads (default: torch's)"
     )
     parser.add_argument("--json", default=None, help="write results here ('-' = stdout)")
+    parser.add_argument("--tiny", action="store_true", help="8 small crops, 1 repeat (smoke run)")
     args = parser.parse_args(argv)
+    if args.tiny:
+        args.crops, args.min_side, args.max_side, args.batch_size, args.repeats = 8, 16, 32, 4, 1
 
     import torch
 

@@ -74,7 +74,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="dataset build seed")
     ap.add_argument("--gen-seed", type=int, default=0, help="sim generator seed")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--tiny", action="store_true",
+                    help="1 image, 8 s at 2 fps, 64x36, perfect and none (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.images, args.seconds, args.fps, args.size = 1, 8.0, 2.0, "64x36"
+        args.memories = "perfect,none"
     size = tuple(int(v) for v in args.size.lower().split("x"))
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_ml_"))
     root = work / "ds"

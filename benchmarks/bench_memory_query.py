@@ -84,7 +84,10 @@ def main() -> None:
     ap.add_argument("--segments", type=int, default=120)
     ap.add_argument("--dim", type=int, default=768)
     ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--tiny", action="store_true", help="3 min film, 3 segments, 32-d (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.hours, args.segments, args.dim, args.repeats = 0.05, 3, 32, 2
 
     length = args.hours * 3600.0
     step = length / args.segments

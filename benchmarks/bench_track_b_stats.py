@@ -208,7 +208,10 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile one 6-condition call")
+    ap.add_argument("--tiny", action="store_true", help="3 stories, 30 segments, 20 draws (smoke run)")
     args = ap.parse_args()
+    if args.tiny:
+        args.stories, args.segments, args.draws, args.repeat = 3, 30, 20, 1
 
     t0 = time.perf_counter()
     arms = {c: synth_arm(args.stories, args.segments, *ARMS[c][:3], seed=ARMS[c][3])
