@@ -9,6 +9,7 @@ the report.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
@@ -431,31 +432,38 @@ def run_benchmark(
                 scan.raise_if_missing()
     run = open_run(bench, ds, out, config, extra, resume=resume, overwrite=overwrite,
                    argv=sys.argv if argv is None else argv)
-    if gen:
-        cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
-        if _driver_loads(executor):
-            # The scorer's models (a judge's weights, a deck) load first: a bad option is
-            # one clear error now, not after every rollout was generated (or per rollout,
-            # for a benchmark whose generation asks the judge, like MIST's M3-Agent arms).
-            # On Ray the driver loads no model: the scoring actors check them when
-            # scoring starts.
-            _backends(bench, _config_json(config), cache)
-        g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet,
-                     config=config, executor=executor, judge_cache=cache, **requests)
-        videos = g["dir"]
-        if g["summary"]["errors"] and not allow_missing:
-            first = g["errors"][0] if g["errors"] else ("?", "?")
-            raise UserInputError(
-                f"{g['summary']['errors']} {bench.outputs_word} failed to generate; "
-                f"first: {first[0]}: {first[1]}",
-                hint="fix the generator and rerun with --resume, or pass --allow-missing: "
-                + bench.allow_missing_help)
-    result, outcome = _score(bench, ds, run, videos, config,  # type: ignore[arg-type]
-                             allow_missing=allow_missing, workers=workers, quiet=quiet,
-                             options=options, requests=requests, judge_cache=judge_cache,
-                             executor=executor, max_unparsable=max_unparsable)
-    record_backends(bench, run, config, judge_cache)
-    result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
+    try:
+        if gen:
+            cache = None if judge_cache is None else str(Path(judge_cache).expanduser().resolve())
+            if _driver_loads(executor):
+                # The scorer's models (a judge's weights, a deck) load first: a bad option is
+                # one clear error now, not after every rollout was generated (or per rollout,
+                # for a benchmark whose generation asks the judge, like MIST's M3-Agent arms).
+                # On Ray the driver loads no model: the scoring actors check them when
+                # scoring starts.
+                _backends(bench, _config_json(config), cache)
+            g = generate(bench, ds, run, gen[0], gen[1], workers=workers, quiet=quiet,
+                         config=config, executor=executor, judge_cache=cache, **requests)
+            videos = g["dir"]
+            if g["summary"]["errors"] and not allow_missing:
+                first = g["errors"][0] if g["errors"] else ("?", "?")
+                raise UserInputError(
+                    f"{g['summary']['errors']} {bench.outputs_word} failed to generate; "
+                    f"first: {first[0]}: {first[1]}",
+                    hint="fix the generator and rerun with --resume, or pass --allow-missing: "
+                    + bench.allow_missing_help)
+        result, outcome = _score(bench, ds, run, videos, config,  # type: ignore[arg-type]
+                                 allow_missing=allow_missing, workers=workers, quiet=quiet,
+                                 options=options, requests=requests, judge_cache=judge_cache,
+                                 executor=executor, max_unparsable=max_unparsable)
+        record_backends(bench, run, config, judge_cache)
+        result["report"] = {k: str(v) for k, v in render_run_report(run.path).items()}
+    except BaseException as exc:
+        # a failure before or between items (a bad judge option, a failed generation) or
+        # Ctrl-C leaves run.json saying so, not 'running'
+        with contextlib.suppress(Exception):
+            run.set_status("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        raise
     return RunResult(result, run, list(outcome.errors), outcome.n_items,
                      outcome.judge_failure)
 

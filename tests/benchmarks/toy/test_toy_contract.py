@@ -224,3 +224,24 @@ def test_an_analysis_flag_runs_it_after_a_clean_run_only(root, tmp_path, capsys,
                         "--videos", str(videos), "--then-worst", "--quiet")
     assert code not in (0, None) and "failed to score" in err
     assert not (bad / "analyses").exists()
+
+
+def test_a_run_that_fails_before_its_first_item_says_failed_not_running(root, tmp_path, capsys,
+                                                                      monkeypatch):
+    """A scorer that cannot load (bad option, missing weights) fails the command; run.json
+    must not be left 'running' (which reads as a live run or a killed one)."""
+    from vidmem.errors import UserInputError
+    from vidmem.runners import benchmark_run
+
+    def refuse(*args, **kwargs):
+        raise UserInputError("judge/x: no such weights", hint="pass weights=DIR")
+
+    monkeypatch.setattr(benchmark_run, "_score", refuse)
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    for k, rgb in COLOURS.items():
+        write_video(videos / f"{k}.mp4", [np.full((32, 32, 3), rgb, np.uint8)] * 4, 8)
+    code, _, err = _cli(capsys, "score", "toy", "--root", str(root), "--videos", str(videos),
+                        "--out", str(tmp_path / "run"))
+    assert code == 2 and "no such weights" in err
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"
