@@ -245,6 +245,15 @@ class Benchmark(ABC):
         """Summary blocks that read side inputs named by ``score_options`` (a log file)."""
         return {}
 
+    def preset_backends(self) -> dict[str, dict[str, str | None]]:
+        """``{preset: {what it is used for: backend name, or None when unused}}`` of the
+        scorer presets (``vidmem models needed``); ``{}`` when the benchmark has none."""
+        return {}
+
+    #: backends an analysis loads only when asked, listed with the official preset
+    #: (``{what it is used for: backend name}``)
+    optional_backends: dict[str, str] = {}
+
     @abstractmethod
     def protocol(self, config: Any) -> dict[str, Any]:
         """Every protocol choice, written into ``run.json``."""

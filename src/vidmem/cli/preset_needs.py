@@ -9,7 +9,6 @@ benchmark's presets, which no layer below the benchmarks may import.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -47,62 +46,16 @@ class Need:
         return asdict(self)
 
 
-def _cmbench() -> dict[str, dict[str, str | None]]:
-    from vidmem.benchmarks.cmbench.scorer import PRESETS
-
-    return {p: {f"score: {k}": v for k, v in slots.items()} for p, slots in PRESETS.items()}
-
-
-def _memory_loop() -> dict[str, dict[str, str | None]]:
-    from vidmem.benchmarks.memory_loop.scorer import PRESETS
-
-    return {p: {"score: embedder": name} for p, name in PRESETS.items()}
-
-
-def _mist() -> dict[str, dict[str, str | None]]:
-    from vidmem.benchmarks.mist.config import PRESETS
-
-    return {p: {f"score and run: {k}": v for k, v in slots.items()} for p, slots in PRESETS.items()}
-
-
-def _track_a() -> dict[str, dict[str, str | None]]:
-    from vidmem.benchmarks.vmem_track_a.config import PRESETS
-
-    return {p: {f"score: {k}": v for k, v in slots.items()
-                if k.endswith("_embedder") or k == "judge"} for p, slots in PRESETS.items()}
-
-
-def _track_b() -> dict[str, dict[str, str | None]]:
-    from vidmem.benchmarks.vmem_track_b.config import PRESETS
-    from vidmem.benchmarks.vmem_track_b.loop_config import RETRIEVAL_PRESETS
-
-    return {p: {**{f"score: {k}": v for k, v in PRESETS[p].items() if k == "judge"},
-                **{f"run (retrieval): {k}": v
-                   for k, v in RETRIEVAL_PRESETS.get(p, {}).items()}}
-            for p in PRESETS}
-
-
-#: benchmark -> its presets' backends, ``{preset: {used for: backend or None}}``
-_SLOTS: dict[str, Callable[[], dict[str, dict[str, str | None]]]] = {
-    "cmbench": _cmbench, "memory_loop": _memory_loop, "mist": _mist,
-    "vmem_track_a": _track_a, "vmem_track_b": _track_b,
-}
-#: backends an analysis loads only when asked (``--opt``), listed with the official preset
-_OPTIONAL: dict[str, dict[str, str]] = {
-    "vmem_track_b": {"analyze identity: face_embedder": "face/arcface-onnx"},
-}
-
-
 #: backends that ask a server, and the variable that names it (the backends' URL_ENVS[0])
 SERVER_URL_ENV = {"judge/openai": "VIDMEM_JUDGE_URL", "rewriter/openai": "VIDMEM_REWRITER_URL"}
 
 
 def _table(benchmark: str) -> dict[str, dict[str, str | None]]:
-    BENCHMARKS.get(benchmark)  # an unknown name gets the "did you mean" error
-    if benchmark not in _SLOTS:
-        raise UserInputError(f"benchmark {benchmark} has no preset table here",
+    table = BENCHMARKS.load(benchmark).preset_backends()  # unknown: "did you mean"
+    if not table:
+        raise UserInputError(f"benchmark {benchmark} has no preset table",
                              hint=f"see vidmem score {benchmark} --help for the backends it loads")
-    return _SLOTS[benchmark]()
+    return table
 
 
 def presets(benchmark: str) -> list[str]:
@@ -154,5 +107,5 @@ def needed(benchmark: str, preset: str = "official") -> list[Need]:
     rows = [_need(used_for, name) for used_for, name in table[preset].items() if name]
     if preset == "official":
         rows += [_need(used_for, name, optional=True)
-                 for used_for, name in _OPTIONAL.get(benchmark, {}).items()]
+                 for used_for, name in BENCHMARKS.load(benchmark).optional_backends.items()]
     return rows

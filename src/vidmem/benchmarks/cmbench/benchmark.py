@@ -190,6 +190,11 @@ class CMBench(Benchmark):
         return {"kv": kv_block(cd.read_kv_log(options["kv_log"]), [r["task_id"] for r in rows],
                                options.get("baseline"))}
 
+    def preset_backends(self) -> dict[str, dict[str, str | None]]:
+        from vidmem.benchmarks.cmbench.scorer import PRESETS
+
+        return {p: {f"score: {k}": v for k, v in slots.items()} for p, slots in PRESETS.items()}
+
     def protocol(self, config: ScorerConfig) -> dict[str, Any]:
         return {
             "task_score": "max over scored continuation frames of cos(embedding(reference crop), embedding(target crop)); 0 when never detected",

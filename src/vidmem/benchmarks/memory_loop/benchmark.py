@@ -169,6 +169,11 @@ class MemoryLoop(Benchmark):
             "note": NOT_CAUSAL,
         }
 
+    def preset_backends(self) -> dict[str, dict[str, str | None]]:
+        from vidmem.benchmarks.memory_loop.scorer import PRESETS
+
+        return {p: {"score: embedder": name} for p, name in PRESETS.items()}
+
     def protocol(self, config: ScorerConfig) -> dict[str, Any]:
         scorer = config
         return {

@@ -211,6 +211,11 @@ class Mist(Benchmark):
             "errors": [list(e) for e in outcome.errors], "execution": dict(outcome.execution),
         }
 
+    def preset_backends(self) -> dict[str, dict[str, str | None]]:
+        from vidmem.benchmarks.mist.config import PRESETS
+
+        return {p: {f"score and run: {k}": v for k, v in slots.items()} for p, slots in PRESETS.items()}
+
     def protocol(self, config: MistConfig) -> dict[str, Any]:
         from vidmem.benchmarks.mist.protocol import protocol_block
 

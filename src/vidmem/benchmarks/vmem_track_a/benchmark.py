@@ -192,6 +192,12 @@ class TrackA(Benchmark):
             "errors": [list(e) for e in outcome.errors], "execution": dict(outcome.execution),
         }
 
+    def preset_backends(self) -> dict[str, dict[str, str | None]]:
+        from vidmem.benchmarks.vmem_track_a.config import PRESETS
+
+        return {p: {f"score: {k}": v for k, v in slots.items()
+                    if k.endswith("_embedder") or k == "judge"} for p, slots in PRESETS.items()}
+
     def protocol(self, config: ScorerConfig) -> dict[str, Any]:
         from vidmem.benchmarks.vmem_track_a.protocol import protocol_block
 

@@ -266,6 +266,17 @@ class TrackB(Benchmark):
             "errors": [list(e) for e in outcome.errors], "execution": dict(outcome.execution),
         }
 
+    optional_backends = {"analyze identity: face_embedder": "face/arcface-onnx"}
+
+    def preset_backends(self) -> dict[str, dict[str, str | None]]:
+        from vidmem.benchmarks.vmem_track_b.config import PRESETS
+        from vidmem.benchmarks.vmem_track_b.loop_config import RETRIEVAL_PRESETS
+
+        return {p: {**{f"score: {k}": v for k, v in PRESETS[p].items() if k == "judge"},
+                    **{f"run (retrieval): {k}": v
+                       for k, v in RETRIEVAL_PRESETS.get(p, {}).items()}}
+                for p in PRESETS}
+
     def protocol(self, config: ScorerConfig) -> dict[str, Any]:
         from vidmem.benchmarks.vmem_track_b.loop import PROTOCOL as LOOP
         from vidmem.benchmarks.vmem_track_b.protocol import protocol_block
