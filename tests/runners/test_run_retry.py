@@ -112,7 +112,9 @@ def test_cli_retry_with_corrected_settings_proceeds_and_says_so(tmp_path, capsys
     assert exc.value.code != 0 and "not found" in capsys.readouterr().err
     del exc  # its traceback holds the run (and its lock), as the dead process no longer does
     gc.collect()
-    assert RunDir.open(tmp_path / "run").manifest.status == "interrupted"
+    # the runner records the failure itself (a process killed outright reads as
+    # 'interrupted' instead: test_a_dead_running_run_reads_as_interrupted)
+    assert RunDir.open(tmp_path / "run").manifest.status == "failed"
     with pytest.raises(SystemExit) as exc:
         main([*base, "--preset", "offline"])
     err = capsys.readouterr().err
