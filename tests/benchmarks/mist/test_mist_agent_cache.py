@@ -52,7 +52,8 @@ class Spy:
             return judge(self, request)
 
         def cached_many(self: Any, requests: Any, **kw: Any) -> Any:
-            spy.calls.append([(r.item_id, answer_key(self._identity, r)) for r in requests])
+            if self.cache is not None:  # every judge goes through CachedJudge; off: no cache
+                spy.calls.append([(r.item_id, answer_key(self._identity, r)) for r in requests])
             return many(self, requests, **kw)
 
         mp.setattr(SimCardJudge, "judge", judged)
@@ -79,6 +80,8 @@ def _summary(run: Path) -> dict[str, Any]:
 def _without_counts(run: Path) -> dict[str, Any]:
     data = _summary(run)
     data.pop("judge_answers")
+    health = data.pop("judge_health")  # how answers were obtained differs with a cache
+    assert health["unparsable"] == 0 and health["failure"] is None
     return data
 
 
@@ -160,6 +163,7 @@ def test_the_cache_changes_no_byte_of_the_scores(runs):
     assert runs["A_scores"] == (base / "B" / "scores.jsonl").read_bytes()
     a = dict(runs["A_summary"])
     a.pop("judge_answers")
+    assert a.pop("judge_health")["failure"] is None
     assert a == _without_counts(base / "B")
     # without a cache every question reaches the judge, the agent's twice where scoring
     # asks them again
