@@ -42,7 +42,9 @@ MAX_POOL_RESTARTS = 3
 """How many times a crashed worker pool is restarted before :func:`execute` gives up."""
 
 
-def _make_progress(show: bool, total: int, cached: int) -> Any:
+def progress_bar(description: str, total: int, *, show: bool = True, note: str = "") -> Any:
+    """The runner's progress bar on stderr (description, bar, n/N, a note, elapsed,
+    remaining): ``(progress, task)``; every vidmem progress bar uses these columns."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -63,8 +65,12 @@ def _make_progress(show: bool, total: int, cached: int) -> Any:
         console=Console(stderr=True),
         disable=not show,
     )
-    task = progress.add_task("computing", total=total, note=f"({cached} cached)")
+    task = progress.add_task(description, total=total, note=note)
     return progress, task
+
+
+def _make_progress(show: bool, total: int, cached: int) -> Any:
+    return progress_bar("computing", total, show=show, note=f"({cached} cached)")
 
 
 def execute(

@@ -205,20 +205,9 @@ def _clip_progress(show: bool, total: int) -> Iterator[None]:
     if not show or total == 0:
         yield
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from vidmem.runners.execute import progress_bar
 
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[note]}"), TimeElapsedColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True))
-    task = bar.add_task("clip quality", total=total, note="")
+    bar, task = progress_bar("clip quality", total)
 
     def tick(name: str, seconds: float) -> None:
         bar.update(task, advance=1, note=f"{name} {seconds:.1f} s")
